@@ -1,0 +1,85 @@
+import { configShape, type Config, type ConfigKey } from "./schema.ts";
+
+/** Startup refusal: every problem found in the environment, one per line. */
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`agenthost cannot start; fix the configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Parse the environment into a frozen Config. Each variable is parsed on its own so one bad value
+ * does not hide the others; rules that relate several variables run on whatever parsed.
+ * This is the only function in agenthost that reads process.env.
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const values: Record<string, unknown> = {};
+  for (const key of Object.keys(configShape) as ConfigKey[]) {
+    const result = configShape[key].safeParse(env[key]);
+    if (result.success) {
+      values[key] = result.data;
+    } else {
+      for (const issue of result.error.issues) {
+        const where = issue.path.length ? `${key} ${issue.path.join(".")}` : key;
+        problems.push(`${where} ${issue.message}`);
+      }
+    }
+  }
+  const config = values as Config;
+  problems.push(...crossFieldProblems(config));
+  if (problems.length) throw new ConfigError(problems);
+  if (config.SHUTDOWN_GRACE === undefined) values.SHUTDOWN_GRACE = config.REQUEST_TIMEOUT;
+  return Object.freeze(config);
+}
+
+function crossFieldProblems(c: Partial<Config>): string[] {
+  const problems: string[] = [];
+  const users = c.AUTH_USERS ?? {};
+  const userTokens = Object.values(users);
+  const hasCredentials = Boolean(c.AUTH_SECRET) || userTokens.length > 0;
+
+  if (c.ENV_MODE === "production" && !hasCredentials) {
+    problems.push(
+      "ENV_MODE=production requires credentials: set AUTH_SECRET or AUTH_USERS (or ENV_MODE=development for local use)",
+    );
+  }
+  if (c.AUTH_MODE === "token" && !hasCredentials) {
+    problems.push("AUTH_MODE=token requires AUTH_USERS or AUTH_SECRET");
+  }
+  if (new Set(userTokens).size !== userTokens.length) {
+    problems.push("AUTH_USERS gives the same token to two users; every user needs their own token");
+  }
+  if (c.AUTH_SECRET && userTokens.includes(c.AUTH_SECRET)) {
+    problems.push("AUTH_SECRET must differ from every AUTH_USERS token");
+  }
+  const signing = c.FEEDBACK_SIGNING_SECRET;
+  if (signing !== undefined) {
+    if (signing.length < 32) problems.push("FEEDBACK_SIGNING_SECRET must be at least 32 characters");
+    if (signing === c.AUTH_SECRET) problems.push("FEEDBACK_SIGNING_SECRET must differ from AUTH_SECRET");
+    if (userTokens.includes(signing)) problems.push("FEEDBACK_SIGNING_SECRET must differ from every AUTH_USERS token");
+  }
+  if (
+    c.LLM_HTTP_MAX_KEEPALIVE_CONNECTIONS !== undefined &&
+    c.LLM_HTTP_MAX_CONNECTIONS !== undefined &&
+    c.LLM_HTTP_MAX_KEEPALIVE_CONNECTIONS > c.LLM_HTTP_MAX_CONNECTIONS
+  ) {
+    problems.push(
+      `LLM_HTTP_MAX_KEEPALIVE_CONNECTIONS (${c.LLM_HTTP_MAX_KEEPALIVE_CONNECTIONS}) must not exceed LLM_HTTP_MAX_CONNECTIONS (${c.LLM_HTTP_MAX_CONNECTIONS})`,
+    );
+  }
+  if (c.MEMORY_BACKEND === "serverdb" && !c.DATABASE_URL) {
+    problems.push("MEMORY_BACKEND=serverdb requires DATABASE_URL");
+  }
+  for (const [agent, servers] of Object.entries(c.MCP_AGENT_SERVERS ?? {})) {
+    for (const name of servers) {
+      if (c.MCP_SERVERS && !(name in c.MCP_SERVERS)) {
+        problems.push(`MCP_AGENT_SERVERS.${agent} names "${name}", which is not in MCP_SERVERS`);
+      }
+    }
+  }
+  return problems;
+}

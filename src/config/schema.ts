@@ -1,0 +1,182 @@
+import os from "node:os";
+import { z } from "zod";
+
+/**
+ * Every environment variable agenthost reads, with its default. Keys are the variable names, so the
+ * README's configuration table, the code and an operator's shell all use one spelling.
+ * Empty strings count as unset.
+ */
+
+const unsetIfEmpty = (v: unknown) => (typeof v === "string" && v.trim() === "" ? undefined : v);
+
+const bool = (fallback: boolean) =>
+  z.preprocess(
+    unsetIfEmpty,
+    z
+      .string()
+      .transform((v) => v.trim().toLowerCase())
+      .pipe(z.enum(["true", "false", "1", "0"], { error: "must be true, false, 1 or 0" }))
+      .transform((v) => v === "true" || v === "1")
+      .default(fallback),
+  );
+
+const int = (fallback: number | undefined, min: number, max = Number.MAX_SAFE_INTEGER) => {
+  const base = z.coerce
+    .number({ error: "must be an integer" })
+    .int({ error: "must be an integer" })
+    .min(min, { error: `must be at least ${min}` })
+    .max(max, { error: `must be at most ${max}` });
+  return z.preprocess(unsetIfEmpty, fallback === undefined ? base.optional() : base.default(fallback));
+};
+
+const seconds = (fallback: number | undefined, min = 0) => {
+  const base = z.coerce.number({ error: "must be a number of seconds" }).min(min, { error: `must be at least ${min}` });
+  return z.preprocess(unsetIfEmpty, fallback === undefined ? base.optional() : base.default(fallback));
+};
+
+const text = () => z.preprocess(unsetIfEmpty, z.string().optional());
+
+/** A JSON document in a variable: malformed JSON and the wrong shape are both reported by name. */
+const json = <T extends z.ZodType>(shape: T, fallback: z.input<T>) =>
+  z.preprocess(
+    unsetIfEmpty,
+    z
+      .string()
+      .transform((raw, ctx) => {
+        try {
+          return JSON.parse(raw) as unknown;
+        } catch {
+          ctx.addIssue({ code: "custom", message: "is not valid JSON" });
+          return z.NEVER;
+        }
+      })
+      .pipe(shape)
+      .default(fallback as never),
+  );
+
+const nonEmpty = z.string().min(1, { error: "must not be empty" });
+
+export const modelConfigSchema = z.strictObject({
+  provider: z.enum(["openai", "anthropic", "google", "fake"]),
+  model: nonEmpty,
+  api_key: nonEmpty.optional(),
+  api_key_env: nonEmpty.optional(),
+  base_url: z.url().optional(),
+  temperature: z.number().min(0).max(2).optional(),
+  max_tokens: z.number().int().positive().optional(),
+  timeout: z.number().positive().optional(),
+  max_retries: z.number().int().min(0).optional(),
+});
+export type ModelConfig = z.infer<typeof modelConfigSchema>;
+
+export const mcpServerSchema = z.union([
+  z.strictObject({
+    transport: z.enum(["http", "streamable_http"]).default("http"),
+    url: z.url(),
+    headers: z.record(z.string(), z.string()).default({}),
+  }),
+  z.strictObject({
+    transport: z.literal("stdio"),
+    command: nonEmpty,
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string(), z.string()).default({}),
+  }),
+]);
+export type McpServerConfig = z.infer<typeof mcpServerSchema>;
+
+export const configShape = {
+  // Process and HTTP
+  PORT: int(8080, 0, 65535),
+  HOST: z.preprocess(unsetIfEmpty, z.string().default("0.0.0.0")),
+  WEB_CONCURRENCY: int(os.availableParallelism(), 1, 256),
+  ENV_MODE: z.preprocess(unsetIfEmpty, z.enum(["production", "development"]).default("production")),
+  LOG_LEVEL: z.preprocess(
+    unsetIfEmpty,
+    z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  ),
+  METRICS_PORT: int(9464, 0, 65535),
+  SHUTDOWN_GRACE: seconds(undefined),
+
+  // Agents
+  AGENT_PATHS: json(z.array(nonEmpty), []),
+  DEFAULT_AGENT: z.preprocess(unsetIfEmpty, z.string().default("chatbot-agent")),
+  USE_FAKE_MODEL: bool(false),
+  MODEL_CONFIGS: json(z.record(z.string(), modelConfigSchema), {}),
+  DEFAULT_MODEL: text(),
+  OPENAI_API_KEY: text(),
+  OPENAI_BASE_URL: text(),
+  ANTHROPIC_API_KEY: text(),
+  ANTHROPIC_BASE_URL: text(),
+  GOOGLE_API_KEY: text(),
+  MCP_SERVERS: json(z.record(z.string(), mcpServerSchema), {}),
+  MCP_AGENT_SERVERS: json(z.record(z.string(), z.array(nonEmpty)), {}),
+  CHECK_INTERRUPTS: bool(true),
+  DEFAULT_RECURSION_LIMIT: int(25, 1, 10_000),
+  MULTIMODAL_MAX_ATTACHMENTS: int(10, 0, 1000),
+
+  // Checkpoints
+  MEMORY_BACKEND: z.preprocess(unsetIfEmpty, z.enum(["memory", "filedb", "serverdb"]).default("memory")),
+  FILEDB_DB_PATH: z.preprocess(unsetIfEmpty, z.string().default("data/agenthost.sqlite")),
+  DATABASE_URL: text(),
+  SERVERDB_SCHEMA: z.preprocess(
+    unsetIfEmpty,
+    z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, { error: "must be a plain SQL identifier" })
+      .default("public"),
+  ),
+  CHECKPOINT_DURABILITY: z.preprocess(unsetIfEmpty, z.enum(["sync", "async"]).default("sync")),
+  HISTORY_MAX_PAGE_SIZE: int(undefined, 1, 1000),
+
+  // Authentication
+  AUTH_MODE: z.preprocess(
+    unsetIfEmpty,
+    z.enum(["trusted", "token"], { error: "must be trusted or token" }).default("trusted"),
+  ),
+  AUTH_SECRET: text(),
+  AUTH_USERS: json(z.record(nonEmpty, nonEmpty), {}),
+  AUTH_SERVICE_USER_ID: z.preprocess(unsetIfEmpty, z.string().default("service")),
+  FEEDBACK_SIGNING_SECRET: text(),
+
+  // Observability
+  OBSERVABILITY_BACKEND: z.preprocess(unsetIfEmpty, z.enum(["empty", "langfuse", "langsmith"]).default("empty")),
+  LANGFUSE_PUBLIC_KEY: text(),
+  LANGFUSE_SECRET_KEY: text(),
+  LANGFUSE_BASE_URL: text(),
+  LANGSMITH_API_KEY: text(),
+  LANGSMITH_ENDPOINT: text(),
+  LANGSMITH_PROJECT: text(),
+
+  // Limits and queues
+  REQUEST_MAX_CONCURRENT: int(8, 1, 100_000),
+  REQUEST_QUEUE_MAX_WAITERS: int(0, 0, 100_000),
+  REQUEST_QUEUE_TIMEOUT: seconds(1),
+  REQUEST_TIMEOUT: seconds(300, 0.001),
+  REQUEST_MAX_BYTES: int(20 * 1024 * 1024, 1024),
+  THREAD_QUEUE_TIMEOUT: seconds(0),
+  THREAD_QUEUE_MAX_WAITERS: int(32, 0, 100_000),
+  REDIS_URL: text(),
+
+  // Provider HTTP pool (LLM_HTTP_*)
+  LLM_HTTP_MAX_CONNECTIONS: int(1000, 1),
+  LLM_HTTP_MAX_KEEPALIVE_CONNECTIONS: int(100, 0),
+  LLM_HTTP_KEEPALIVE_EXPIRY: seconds(5),
+  LLM_HTTP_CONNECT_TIMEOUT: seconds(5, 0.001),
+  LLM_HTTP_READ_TIMEOUT: seconds(600, 0.001),
+  LLM_HTTP_WRITE_TIMEOUT: seconds(600, 0.001),
+  LLM_HTTP_POOL_TIMEOUT: seconds(600, 0.001),
+  LLM_HTTP_MAX_RETRIES: int(2, 0, 100),
+  LLM_HTTP_MAX_POOLS: int(32, 1, 10_000),
+  LLM_HTTP_SHUTDOWN_TIMEOUT: seconds(10),
+  LLM_HTTP_ASYNC_TRANSPORT: z.preprocess(
+    unsetIfEmpty,
+    z
+      .literal("httpx", {
+        error: "has no meaning in agenthost (the provider pool is undici); leave it unset or set it to httpx",
+      })
+      .default("httpx"),
+  ),
+} as const;
+
+export type Config = Readonly<{ [K in keyof typeof configShape]: z.output<(typeof configShape)[K]> }>;
+export type ConfigKey = keyof typeof configShape;

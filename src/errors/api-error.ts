@@ -1,0 +1,45 @@
+/**
+ * Every failure the API reports, in one place: status, optional error_code and the fixed text a
+ * caller sees. Handlers throw ApiError; the error middleware renders `{detail, error_code?}`.
+ */
+export const errorCatalogue = {
+  unauthenticated: { status: 401, detail: "Missing or invalid bearer token." },
+  forbidden_user: { status: 403, detail: "This token may not act for the requested user_id." },
+  not_found: { status: 404, detail: "Not found." },
+  unknown_agent: { status: 404, detail: "No agent with this name is registered." },
+  conversation_busy: { status: 409, code: "conversation_busy", detail: "The conversation is busy with another request; retry when it finishes." },
+  conversation_queue_timeout: { status: 409, code: "conversation_busy", detail: "The conversation stayed busy for the whole queue wait; retry later." },
+  payload_too_large: { status: 413, code: "payload_too_large", detail: "The request body exceeds the configured size limit." },
+  validation_failed: { status: 422, code: "validation_failed", detail: "The request failed validation." },
+  service_busy: { status: 503, code: "service_busy", detail: "The worker is at its concurrent request limit; retry shortly." },
+  shutting_down: { status: 503, code: "shutting_down", detail: "The service is shutting down; retry on another instance." },
+  database_unavailable: { status: 503, code: "database_unavailable", detail: "The checkpoint database is unavailable." },
+  lock_unavailable: { status: 503, code: "lock_unavailable", detail: "The conversation lock service is unavailable." },
+  request_timeout: { status: 504, code: "request_timeout", detail: "The request deadline expired before the run finished." },
+  run_failed: { status: 500, code: "run_failed", detail: "The agent run failed." },
+  internal: { status: 500, code: "internal_error", detail: "Internal server error." },
+} as const satisfies Record<string, { status: number; code?: string; detail: string }>;
+
+export type ErrorKind = keyof typeof errorCatalogue;
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly errorCode: string | undefined;
+  readonly detail: string;
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(kind: ErrorKind, options: { detail?: string; headers?: Record<string, string> } = {}) {
+    const entry: { status: number; code?: string; detail: string } = errorCatalogue[kind];
+    const detail = options.detail ?? entry.detail;
+    super(detail);
+    this.name = "ApiError";
+    this.status = entry.status;
+    this.errorCode = entry.code;
+    this.detail = detail;
+    this.headers = options.headers ?? {};
+  }
+
+  toBody(): { detail: string; error_code?: string } {
+    return this.errorCode ? { detail: this.detail, error_code: this.errorCode } : { detail: this.detail };
+  }
+}
