@@ -1,0 +1,155 @@
+/**
+ * Request and response shapes of the agenthost HTTP API, as the client sees them. Field names are the
+ * wire names (snake_case), so a value read from one response can be passed to the next request as is.
+ * Nothing here is shared with the server code: the client must stand alone.
+ */
+
+export interface TextBlock {
+  type: "text";
+  text: string;
+}
+
+/** An image by URL, or base64 media (then `mime_type` is required by the service). */
+export interface MediaBlock {
+  type: "image" | (string & {});
+  url?: string;
+  data?: string;
+  mime_type?: string;
+  [key: string]: unknown;
+}
+
+export type ContentBlock = TextBlock | MediaBlock;
+
+/** `input.message`: a string or a list of content blocks. */
+export type MessageContent = string | ContentBlock[];
+
+/** One tool call on an intermediate assistant message (LangChain's shape; the spec does not fix it). */
+export interface ToolCall {
+  name: string;
+  args: Record<string, unknown>;
+  id?: string | null;
+  type?: string;
+  [key: string]: unknown;
+}
+
+/** Token counts of the returned model message only; `null` on a message means "unavailable", not zero. */
+export interface UsageMetadata {
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  [key: string]: unknown;
+}
+
+export interface ChatMessage {
+  /** `ai`, `human`, `tool`, or another message type the agent emits. */
+  type: "ai" | "human" | "tool" | (string & {});
+  content: string | ContentBlock[];
+  thread_id: string;
+  /** One agent run; the id feedback refers to. Not a conversation id. */
+  run_id?: string | null;
+  usage_metadata?: UsageMetadata | null;
+  response_metadata?: Record<string, unknown>;
+  tool_calls?: ToolCall[];
+  /** Proof for feedback on this run, returned to token users. The client never stores it. */
+  feedback_token?: string;
+  [key: string]: unknown;
+}
+
+/** What a stream yields: a token's text, or a complete message. */
+export type StreamItem = string | ChatMessage;
+
+export interface AgentInfo {
+  key: string;
+  description: string;
+  [key: string]: unknown;
+}
+
+export interface ServiceInfo {
+  agents: AgentInfo[];
+  default_agent: string;
+  [key: string]: unknown;
+}
+
+export interface HistoryPage {
+  messages: ChatMessage[];
+  total: number;
+  /** Offset of the next page; `null` on the last page. */
+  next_offset: number | null;
+}
+
+/** One message to append to a conversation without running the agent. */
+export interface MessageInput {
+  type: "ai" | "human" | (string & {});
+  content: MessageContent;
+  usage_metadata?: UsageMetadata | null;
+  response_metadata?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+/** Options every call accepts. */
+export interface CallOptions {
+  /** Cancels the call (or the stream) at any point; the call then rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Use this agent for this call instead of the client's agent. */
+  agent?: string;
+}
+
+/** Fields of the invoke body besides `input`. */
+export interface RunOptions extends CallOptions {
+  /** Omit to start a new conversation; the service creates the id and returns it on the message. */
+  thread_id?: string;
+  user_id?: string;
+  model_config_key?: string;
+  model_name?: string;
+  model_provider?: string;
+  /** Must not carry identity or checkpoint fields; the service rejects them (422). */
+  agent_config?: Record<string, unknown>;
+  recursion_limit?: number;
+}
+
+export interface StreamOptions extends RunOptions {
+  /** true (default): token events plus messages; false: complete messages only. */
+  stream_tokens?: boolean;
+}
+
+export interface HistoryQuery {
+  thread_id: string;
+  user_id?: string;
+  /** 1..1000; the service's default page is 100. */
+  limit?: number;
+  offset?: number;
+}
+
+export interface AddMessagesRequest {
+  thread_id: string;
+  user_id?: string;
+  messages: MessageInput[];
+}
+
+export interface ClearHistoryRequest {
+  thread_id: string;
+  user_id?: string;
+}
+
+export interface FeedbackRequest {
+  run_id: string;
+  key: string;
+  score: number;
+  user_id?: string;
+  /** Required for every principal except the shared secret in trusted mode. */
+  feedback_token?: string;
+  comment?: string;
+  /** Ordinary metadata; it cannot override the target run, user or trace. */
+  [key: string]: unknown;
+}
+
+export interface ResumeRequest {
+  thread_id: string;
+  user_id?: string;
+  /** The value handed back to the interrupted graph (an approval, an answer, ...). */
+  resume: unknown;
+  interrupt_id?: string;
+}
+
+/** A JSON object the service returned whose shape the spec does not fix. */
+export type JsonObject = Record<string, unknown>;
