@@ -29,11 +29,10 @@ export function loadConfig(env: Env = process.env): Config {
       }
     }
   }
-  const config = values as Config;
-  problems.push(...crossFieldProblems(config));
+  problems.push(...crossFieldProblems(values as Partial<Config>));
   if (problems.length) throw new ConfigError(problems);
-  if (config.SHUTDOWN_GRACE === undefined) values.SHUTDOWN_GRACE = config.REQUEST_TIMEOUT;
-  return Object.freeze(config);
+  values.SHUTDOWN_GRACE ??= values.REQUEST_TIMEOUT;
+  return Object.freeze(values as Config);
 }
 
 function crossFieldProblems(c: Partial<Config>): string[] {

@@ -20,19 +20,21 @@ const bool = (fallback: boolean) =>
       .default(fallback),
   );
 
-const int = (fallback: number | undefined, min: number, max = Number.MAX_SAFE_INTEGER) => {
-  const base = z.coerce
+const integer = (min: number, max: number) =>
+  z.coerce
     .number({ error: "must be an integer" })
     .int({ error: "must be an integer" })
     .min(min, { error: `must be at least ${min}` })
     .max(max, { error: `must be at most ${max}` });
-  return z.preprocess(unsetIfEmpty, fallback === undefined ? base.optional() : base.default(fallback));
-};
+const int = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z.preprocess(unsetIfEmpty, integer(min, max).default(fallback));
+const optionalInt = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z.preprocess(unsetIfEmpty, integer(min, max).optional());
 
-const seconds = (fallback: number | undefined, min = 0) => {
-  const base = z.coerce.number({ error: "must be a number of seconds" }).min(min, { error: `must be at least ${min}` });
-  return z.preprocess(unsetIfEmpty, fallback === undefined ? base.optional() : base.default(fallback));
-};
+const secondsValue = (min: number) =>
+  z.coerce.number({ error: "must be a number of seconds" }).min(min, { error: `must be at least ${min}` });
+const seconds = (fallback: number, min = 0) => z.preprocess(unsetIfEmpty, secondsValue(min).default(fallback));
+const optionalSeconds = (min = 0) => z.preprocess(unsetIfEmpty, secondsValue(min).optional());
 
 const text = () => z.preprocess(unsetIfEmpty, z.string().optional());
 
@@ -95,7 +97,7 @@ export const configShape = {
     z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   ),
   METRICS_PORT: int(9464, 0, 65535),
-  SHUTDOWN_GRACE: seconds(undefined),
+  SHUTDOWN_GRACE: optionalSeconds(),
 
   // Agents
   AGENT_PATHS: json(z.array(nonEmpty), []),
@@ -126,7 +128,7 @@ export const configShape = {
       .default("public"),
   ),
   CHECKPOINT_DURABILITY: z.preprocess(unsetIfEmpty, z.enum(["sync", "async"]).default("sync")),
-  HISTORY_MAX_PAGE_SIZE: int(undefined, 1, 1000),
+  HISTORY_MAX_PAGE_SIZE: optionalInt(1, 1000),
 
   // Authentication
   AUTH_MODE: z.preprocess(
@@ -178,5 +180,7 @@ export const configShape = {
   ),
 } as const;
 
-export type Config = Readonly<{ [K in keyof typeof configShape]: z.output<(typeof configShape)[K]> }>;
+type Parsed = { [K in keyof typeof configShape]: z.output<(typeof configShape)[K]> };
+/** The validated configuration. SHUTDOWN_GRACE is resolved (it defaults to REQUEST_TIMEOUT). */
+export type Config = Readonly<Omit<Parsed, "SHUTDOWN_GRACE"> & { SHUTDOWN_GRACE: number }>;
 export type ConfigKey = keyof typeof configShape;

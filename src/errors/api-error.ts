@@ -16,6 +16,7 @@ export const errorCatalogue = {
   database_unavailable: { status: 503, code: "database_unavailable", detail: "The checkpoint database is unavailable." },
   lock_unavailable: { status: 503, code: "lock_unavailable", detail: "The conversation lock service is unavailable." },
   request_timeout: { status: 504, code: "request_timeout", detail: "The request deadline expired before the run finished." },
+  recursion_limit: { status: 500, code: "recursion_limit_exceeded", detail: "The run reached its recursion limit." },
   run_failed: { status: 500, code: "run_failed", detail: "The agent run failed." },
   internal: { status: 500, code: "internal_error", detail: "Internal server error." },
 } as const satisfies Record<string, { status: number; code?: string; detail: string }>;

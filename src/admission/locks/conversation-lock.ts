@@ -1,0 +1,31 @@
+/**
+ * The per-conversation lock: one request at a time per storage key, across whatever scope the
+ * implementation covers (one worker, one host's workers through the primary, or every host through
+ * Redis). Waiting follows THREAD_QUEUE_TIMEOUT and THREAD_QUEUE_MAX_WAITERS in every implementation.
+ */
+export interface LockLease {
+  /** Aborts if the lock is lost while held (e.g. a Redis lease that could not be extended). */
+  readonly lost: AbortSignal;
+  /** Milliseconds spent waiting before the lock was granted. */
+  readonly waitedMs: number;
+  release(): Promise<void>;
+}
+
+export type LockOutcome =
+  | { readonly ok: true; readonly lease: LockLease }
+  | { readonly ok: false; readonly reason: "busy" | "queue_full" | "wait_expired" | "aborted" };
+
+export interface ConversationLock {
+  /** Try to take the lock for `key`, waiting at most the configured queue time. */
+  acquire(key: string, signal?: AbortSignal): Promise<LockOutcome>;
+  /** Resolves when the coordination service answers; rejects otherwise (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface LockQueuePolicy {
+  /** How long a request may wait for a busy conversation; 0 refuses at once. */
+  readonly waitMs: number;
+  /** How many requests may wait on one conversation at once. */
+  readonly maxWaiters: number;
+}

@@ -1,0 +1,17 @@
+import { createAgent } from "langchain";
+import type { Agent } from "../agent.ts";
+import { addTool, multiplyTool } from "./tools.ts";
+
+/** A tool-calling agent built with LangChain's agent factory: arithmetic tools plus any MCP tools. */
+export const createAgentAgent: Agent = {
+  name: "create-agent",
+  description: "A tool-calling assistant (add, multiply, and any remote tools assigned to it).",
+  graphFactory: ({ model, tools, checkpointer }) =>
+    createAgent({
+      name: "create-agent",
+      model,
+      tools: [addTool, multiplyTool, ...tools],
+      systemPrompt: "You are a helpful assistant. Use the add and multiply tools for arithmetic.",
+      checkpointer,
+    }),
+};

@@ -1,0 +1,98 @@
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { StructuredToolInterface } from "@langchain/core/tools";
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { Config } from "../config/schema.ts";
+import { unwrapGraph, type Agent, type RegisteredAgent } from "./agent.ts";
+import { builtinAgents } from "./builtin/index.ts";
+import { loadAgentFromImportString } from "./loader.ts";
+
+/** The frozen set of agents a worker serves, and which one answers the unprefixed routes. */
+export interface AgentRegistry {
+  readonly agents: ReadonlyMap<string, RegisteredAgent>;
+  readonly defaultAgent: string;
+  get(name: string): RegisteredAgent | undefined;
+}
+
+export class AgentRegistryError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`agenthost cannot start; the agent registry is invalid:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "AgentRegistryError";
+  }
+}
+
+export interface RegistryDependencies {
+  readonly config: Config;
+  readonly model: BaseChatModel;
+  readonly checkpointer: BaseCheckpointSaver;
+  /** Remote tools per agent name (from MCP_AGENT_SERVERS). */
+  readonly toolsFor?: (agentName: string) => readonly StructuredToolInterface[];
+}
+
+const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const RESERVED_NAMES = new Set(["info", "health", "docs", "openapi.json", "invoke", "stream", "history", "feedback", "resume", "metrics"]);
+
+/**
+ * Load built-in and AGENT_PATHS agents, build each graph once with the service's checkpointer,
+ * validate the whole set and freeze it. Any problem stops startup; nothing is skipped.
+ */
+export async function buildAgentRegistry(deps: RegistryDependencies): Promise<AgentRegistry> {
+  const { config } = deps;
+  const problems: string[] = [];
+  const candidates: Array<{ agent: Agent; origin: string }> = builtinAgents(config).map((agent) => ({ agent, origin: "built-in" }));
+  for (const importString of config.AGENT_PATHS) {
+    try {
+      candidates.push({ agent: await loadAgentFromImportString(importString), origin: `AGENT_PATHS "${importString}"` });
+    } catch (error) {
+      problems.push((error as Error).message);
+    }
+  }
+
+  const agents = new Map<string, RegisteredAgent>();
+  for (const { agent, origin } of candidates) {
+    if (!AGENT_NAME.test(agent.name) || RESERVED_NAMES.has(agent.name)) {
+      problems.push(`${origin}: agent name "${agent.name}" is not usable as a path segment`);
+      continue;
+    }
+    if (agents.has(agent.name)) {
+      problems.push(`${origin}: an agent named "${agent.name}" is already registered`);
+      continue;
+    }
+    try {
+      const built = agent.graphFactory
+        ? await agent.graphFactory({
+            config,
+            model: deps.model,
+            tools: deps.toolsFor?.(agent.name) ?? [],
+            checkpointer: deps.checkpointer,
+          })
+        : agent.graph;
+      const graph = unwrapGraph(built);
+      if (!graph) {
+        problems.push(`${origin}: agent "${agent.name}" did not produce a compiled graph`);
+        continue;
+      }
+      graph.checkpointer = deps.checkpointer;
+      agents.set(agent.name, Object.freeze({
+        name: agent.name,
+        description: agent.description,
+        graph,
+        supportsModelSelection: agent.supportsModelSelection ?? false,
+      }));
+    } catch (error) {
+      problems.push(`${origin}: building agent "${agent.name}" failed: ${(error as Error).message}`);
+    }
+  }
+  if (!problems.length && !agents.has(config.DEFAULT_AGENT)) {
+    problems.push(
+      `DEFAULT_AGENT "${config.DEFAULT_AGENT}" is not a registered agent (registered: ${[...agents.keys()].join(", ")})`,
+    );
+  }
+  if (problems.length) throw new AgentRegistryError(problems);
+
+  const frozen = new Map(agents);
+  return Object.freeze({
+    agents: frozen,
+    defaultAgent: config.DEFAULT_AGENT,
+    get: (name: string) => frozen.get(name),
+  });
+}

@@ -1,0 +1,67 @@
+import { GraphRecursionError } from "@langchain/langgraph";
+import { ApiError } from "./api-error.ts";
+
+/** Why a run's AbortSignal fired. Carried as the signal's reason. */
+export class RunAborted extends Error {
+  constructor(readonly reason: "deadline" | "client_disconnected" | "lock_lost" | "shutdown") {
+    super(`run aborted: ${reason}`);
+    this.name = "RunAborted";
+  }
+}
+
+const DATABASE_ERROR_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EPIPE",
+  "57P01", // admin_shutdown
+  "57P03", // cannot_connect_now
+  "53300", // too_many_connections
+  "08000",
+  "08003",
+  "08006",
+  "SQLITE_BUSY",
+  "SQLITE_LOCKED",
+  "SQLITE_IOERR",
+  "SQLITE_CANTOPEN",
+  "SQLITE_FULL",
+]);
+
+function isDatabaseUnavailable(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && depth < 5; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && DATABASE_ERROR_CODES.has(code)) return true;
+    const message = (e as { message?: unknown }).message;
+    if (typeof message === "string" && /Connection terminated|timeout exceeded when trying to connect/i.test(message)) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
+ * Turn whatever a run threw into the ApiError the caller sees. `abortReason` is the run signal's
+ * reason when it fired: it explains an abort better than the error the graph threw for it.
+ */
+export function classifyRunError(error: unknown, abortReason?: unknown): ApiError {
+  if (abortReason instanceof RunAborted) {
+    switch (abortReason.reason) {
+      case "deadline":
+        return new ApiError("request_timeout");
+      case "lock_lost":
+        return new ApiError("lock_unavailable", { detail: "The conversation lock was lost during the run; the run was stopped." });
+      case "shutdown":
+        return new ApiError("shutting_down");
+      case "client_disconnected":
+        return new ApiError("run_failed", { detail: "The client disconnected; the run was stopped." });
+    }
+  }
+  if (error instanceof ApiError) return error;
+  if (error instanceof GraphRecursionError) {
+    return new ApiError("recursion_limit", {
+      detail: "The run reached its recursion limit before finishing; raise recursion_limit or simplify the request.",
+    });
+  }
+  if (isDatabaseUnavailable(error)) return new ApiError("database_unavailable");
+  return new ApiError("run_failed");
+}

@@ -1,0 +1,42 @@
+import type { RequestHandler } from "express";
+import { ApiError } from "../../errors/api-error.ts";
+import { RunAborted } from "../../errors/classify.ts";
+import type { Runtime } from "../../runtime.ts";
+import { scopeOf } from "../request-scope.ts";
+
+/**
+ * Takes one of the worker's REQUEST_MAX_CONCURRENT slots before the body is read, and starts the
+ * request's deadline. Slot, deadline timer and disconnect listener are all released when the
+ * response closes, however it ends.
+ */
+export function admission(runtime: Runtime): RequestHandler {
+  const timeoutMs = runtime.config.REQUEST_TIMEOUT * 1000;
+  return async (req, res, next) => {
+    if (runtime.lifecycle.draining) {
+      res.setHeader("Connection", "close");
+      throw new ApiError("shutting_down", { headers: { "Retry-After": "1" } });
+    }
+    const controller = new AbortController();
+    const onClose = () => {
+      if (!res.writableFinished) controller.abort(new RunAborted("client_disconnected"));
+    };
+    res.on("close", onClose);
+    const release = await runtime.admission.acquire(controller.signal);
+    if (!release) {
+      res.off("close", onClose);
+      throw new ApiError("service_busy", { headers: { "Retry-After": "1" } });
+    }
+    if (controller.signal.aborted) {
+      // The client left while queued for a slot.
+      release();
+      return;
+    }
+    const deadline = setTimeout(() => controller.abort(new RunAborted("deadline")), timeoutMs);
+    res.on("close", () => {
+      clearTimeout(deadline);
+      release();
+    });
+    scopeOf(res).signal = controller.signal;
+    next();
+  };
+}

@@ -1,0 +1,34 @@
+import type { ErrorRequestHandler, RequestHandler } from "express";
+import { ApiError } from "../../errors/api-error.ts";
+import { scopeOf } from "../request-scope.ts";
+
+export const notFound: RequestHandler = () => {
+  throw new ApiError("not_found");
+};
+
+/** body-parser's errors carry a `type`; map them onto the spec's 413 and 422. */
+function fromBodyParser(error: unknown): ApiError | undefined {
+  const type = (error as { type?: unknown }).type;
+  if (type === "entity.too.large") return new ApiError("payload_too_large");
+  if (type === "entity.parse.failed") return new ApiError("validation_failed", { detail: "The request body is not valid JSON." });
+  if (type === "encoding.unsupported" || type === "charset.unsupported") {
+    return new ApiError("validation_failed", { detail: "The request body's encoding is not supported." });
+  }
+  return undefined;
+}
+
+/** The one place errors become responses: `{detail, error_code?}`, never a stack. */
+export function errorHandler(): ErrorRequestHandler {
+  return (error: unknown, _req, res, _next) => {
+    const apiError = error instanceof ApiError ? error : fromBodyParser(error) ?? new ApiError("internal");
+    const scope = scopeOf(res);
+    if (apiError.status >= 500 && !(error instanceof ApiError)) {
+      scope?.logger.error({ err: error }, "unhandled error");
+    }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res.status(apiError.status).set(apiError.headers).json(apiError.toBody());
+  };
+}

@@ -1,0 +1,130 @@
+import { z } from "zod";
+import { apiSchemas } from "./schemas.ts";
+
+type Operation = {
+  summary: string;
+  tags: string[];
+  parameters?: unknown[];
+  requestBody?: unknown;
+  responses: Record<string, unknown>;
+  security?: unknown[];
+};
+
+const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+const json = (id: string) => ({ "application/json": { schema: ref(id) } });
+const errorResponse = (description: string) => ({ description, content: json("Error") });
+
+const agentParam = {
+  name: "agent_id",
+  in: "path",
+  required: true,
+  schema: { type: "string" },
+  description: "A registered agent; every agent route also exists without this segment for the default agent.",
+};
+
+const standardErrors = {
+  "401": errorResponse("Missing or invalid bearer token"),
+  "403": errorResponse("The token may not act for the requested user_id"),
+  "404": errorResponse("Unknown agent"),
+  "413": errorResponse("Body or attachments exceed a configured limit"),
+  "422": errorResponse("Validation failed"),
+  "503": errorResponse("Worker full (service_busy, Retry-After: 1), database or provider unavailable"),
+};
+
+/** Operations keyed by path (with the agent prefix); each is also served at the unprefixed alias. */
+const agentOperations: Record<string, Record<string, Operation>> = {
+  "/{agent_id}/invoke": {
+    post: {
+      summary: "Run the agent and return its final message",
+      tags: ["runs"],
+      requestBody: { required: true, content: json("InvokeRequest") },
+      responses: {
+        "200": { description: "The final ChatMessage", content: json("ChatMessage") },
+        "409": errorResponse("Conversation busy, or its queue wait expired"),
+        "504": errorResponse("Request deadline expired"),
+        ...standardErrors,
+      },
+    },
+  },
+  "/{agent_id}/stream": {
+    post: {
+      summary: "Run the agent, streaming Server-Sent Events",
+      tags: ["runs"],
+      requestBody: { required: true, content: json("StreamRequest") },
+      responses: {
+        "200": {
+          description: "`data: <StreamEvent JSON>` frames; `data: [DONE]` after a clean end. Error events can follow a 200.",
+          content: { "text/event-stream": { schema: ref("StreamEvent") } },
+        },
+        "409": errorResponse("Conversation busy, or its queue wait expired"),
+        ...standardErrors,
+      },
+    },
+  },
+  "/{agent_id}/stream/jsonl": {
+    post: {
+      summary: "Run the agent, streaming JSON Lines",
+      tags: ["runs"],
+      requestBody: { required: true, content: json("StreamRequest") },
+      responses: {
+        "200": {
+          description: "One StreamEvent JSON object per line; no completion marker.",
+          content: { "application/jsonl": { schema: ref("StreamEvent") } },
+        },
+        "409": errorResponse("Conversation busy, or its queue wait expired"),
+        ...standardErrors,
+      },
+    },
+  },
+};
+
+function withoutAgent(operation: Operation): Operation {
+  return { ...operation, parameters: (operation.parameters ?? []).filter((p) => p !== agentParam) };
+}
+
+/** The OpenAPI 3 document, generated from the zod schemas that validate requests. */
+export function buildOpenApiDocument(extraPaths: Record<string, Record<string, Operation>> = {}): Record<string, unknown> {
+  const { schemas } = z.toJSONSchema(apiSchemas, {
+    target: "openapi-3.0",
+    uri: (id) => `#/components/schemas/${id}`,
+    io: "input",
+    unrepresentable: "any",
+  }) as { schemas: Record<string, unknown> };
+  const paths: Record<string, Record<string, Operation>> = {
+    "/info": {
+      get: {
+        summary: "Registered agents and the default agent",
+        tags: ["service"],
+        responses: { "200": { description: "Agents", content: json("Info") }, "401": errorResponse("Unauthenticated") },
+      },
+    },
+    "/health/ready": {
+      get: { summary: "Readiness (no authentication)", tags: ["service"], security: [], responses: { "200": { description: "Ready" }, "503": { description: "Not ready" } } },
+    },
+    "/health/live": {
+      get: { summary: "Liveness (no authentication)", tags: ["service"], security: [], responses: { "200": { description: "Live" }, "503": { description: "Stalled" } } },
+    },
+  };
+  for (const [path, methods] of Object.entries({ ...agentOperations, ...extraPaths })) {
+    paths[path] = Object.fromEntries(
+      Object.entries(methods).map(([m, op]) => [m, { ...op, parameters: [agentParam, ...(op.parameters ?? [])] }]),
+    );
+    paths[path.replace("/{agent_id}", "")] = Object.fromEntries(
+      Object.entries(methods).map(([m, op]) => [m, { ...withoutAgent(op), summary: `${op.summary} (default agent)` }]),
+    );
+  }
+  return {
+    openapi: "3.0.3",
+    info: {
+      title: "agenthost",
+      version: "0.10.0",
+      description: "Hosts LangGraph.js agents over HTTP: runs, streams, history and feedback per conversation.",
+    },
+    components: {
+      schemas,
+      securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
+    },
+    security: [{ bearer: [] }],
+    paths,
+  };
+}

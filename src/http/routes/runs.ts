@@ -1,0 +1,152 @@
+import { Router, type Request, type Response } from "express";
+import type { RegisteredAgent } from "../../agents/agent.ts";
+import { ApiError } from "../../errors/api-error.ts";
+import { classifyRunError } from "../../errors/classify.ts";
+import type { LockLease } from "../../admission/locks/conversation-lock.ts";
+import { invokeRun, streamRun } from "../../runs/execute.ts";
+import { prepareRun, type PreparedRun } from "../../runs/prepare.ts";
+import type { Runtime } from "../../runtime.ts";
+import { encodeJsonlEvent } from "../encoders/jsonl.ts";
+import { encodeSseEvent, SSE_DONE, SSE_KEEPALIVE } from "../encoders/sse.ts";
+import { principalOf, scopeOf, signalOf } from "../request-scope.ts";
+import { describeIssues, invokeRequestSchema, streamRequestSchema, type StreamEvent } from "../schemas.ts";
+import type { z } from "zod";
+
+const KEEPALIVE_MS = 15_000;
+
+/** Resolve `{/:agentId}`: the named agent, or the default agent when the segment is absent. */
+export function agentOf(runtime: Runtime, req: Request, res: Response): RegisteredAgent {
+  const requested = req.params.agentId;
+  const name = typeof requested === "string" ? requested : runtime.registry.defaultAgent;
+  const agent = runtime.registry.get(name);
+  if (!agent) throw new ApiError("unknown_agent", { detail: `No agent named "${name}" is registered.` });
+  scopeOf(res).agent = agent.name;
+  return agent;
+}
+
+export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
+  const parsed = schema.safeParse(body ?? {});
+  if (!parsed.success) throw new ApiError("validation_failed", { detail: describeIssues(parsed.error) });
+  return parsed.data;
+}
+
+/**
+ * Take the conversation lock for `key` within the request's signal. Busy, a full queue or an
+ * expired wait answer 409; an abort while waiting answers as the abort's reason says.
+ */
+export async function lockConversation(runtime: Runtime, key: string, signal: AbortSignal): Promise<LockLease> {
+  let outcome;
+  try {
+    outcome = await runtime.locks.acquire(key, signal);
+  } catch {
+    throw new ApiError("lock_unavailable");
+  }
+  if (outcome.ok) return outcome.lease;
+  if (outcome.reason === "aborted") throw classifyRunError(undefined, signal.reason);
+  throw new ApiError(outcome.reason === "busy" ? "conversation_busy" : "conversation_queue_timeout");
+}
+
+/** Log a failed run without its error text leaking into the response. */
+function logRunFailure(res: Response, run: PreparedRun, error: ApiError, cause: unknown): void {
+  const level = error.status >= 500 && error.errorCode !== "request_timeout" ? "error" : "warn";
+  scopeOf(res).logger[level](
+    { run_id: run.runId, agent: run.agent.name, error_code: error.errorCode, cause_type: (cause as Error)?.name },
+    "run failed",
+  );
+}
+
+async function handleInvoke(runtime: Runtime, req: Request, res: Response): Promise<void> {
+  const agent = agentOf(runtime, req, res);
+  const body = parseBody(invokeRequestSchema, req.body);
+  const run = prepareRun(runtime.config, agent, principalOf(res), body);
+  const requestSignal = signalOf(res);
+  const lease = await lockConversation(runtime, run.storageKey, requestSignal);
+  const signal = AbortSignal.any([requestSignal, lease.lost]);
+  try {
+    res.status(200).json(await invokeRun(run, signal));
+  } catch (cause) {
+    const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined);
+    logRunFailure(res, run, error, cause);
+    throw error;
+  } finally {
+    await lease.release();
+  }
+}
+
+/**
+ * The error event's text: the catalogue's fixed description; in development, a generic run
+ * failure also names the exception so an agent author can see what broke.
+ */
+function describeForStream(runtime: Runtime, error: ApiError, cause: unknown): string {
+  if (runtime.config.ENV_MODE === "development" && error.errorCode === "run_failed" && cause instanceof Error) {
+    return `${error.detail} (${cause.name}: ${cause.message.split("\n")[0]})`;
+  }
+  return error.detail;
+}
+
+type Framing = { contentType: string; encode: (event: StreamEvent) => string; done?: string; keepalive?: string };
+
+const SSE: Framing = { contentType: "text/event-stream; charset=utf-8", encode: encodeSseEvent, done: SSE_DONE, keepalive: SSE_KEEPALIVE };
+const JSONL: Framing = { contentType: "application/jsonl; charset=utf-8", encode: encodeJsonlEvent };
+
+/** Write respecting backpressure; resolves false if the connection went away. */
+function write(res: Response, chunk: string): Promise<boolean> {
+  if (res.destroyed || res.writableEnded) return Promise.resolve(false);
+  if (res.write(chunk)) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      res.off("drain", onDrain);
+      res.off("close", onClose);
+      resolve(ok);
+    };
+    const onDrain = () => done(true);
+    const onClose = () => done(false);
+    res.on("drain", onDrain);
+    res.on("close", onClose);
+  });
+}
+
+async function handleStream(runtime: Runtime, req: Request, res: Response, framing: Framing): Promise<void> {
+  const agent = agentOf(runtime, req, res);
+  const body = parseBody(streamRequestSchema, req.body);
+  const run = prepareRun(runtime.config, agent, principalOf(res), body);
+  const requestSignal = signalOf(res);
+  // Conflicts are answered with a status before any stream header is sent.
+  const lease = await lockConversation(runtime, run.storageKey, requestSignal);
+  const signal = AbortSignal.any([requestSignal, lease.lost]);
+
+  res.status(200).set({
+    "Content-Type": framing.contentType,
+    "Cache-Control": "no-cache, no-transform",
+    "X-Accel-Buffering": "no",
+  });
+  res.flushHeaders();
+  const keepalive = framing.keepalive
+    ? setInterval(() => void write(res, framing.keepalive!), KEEPALIVE_MS)
+    : undefined;
+  try {
+    for await (const event of streamRun(run, signal, { tokens: body.stream_tokens })) {
+      if (!(await write(res, framing.encode(event)))) return;
+      keepalive?.refresh();
+    }
+    if (framing.done) await write(res, framing.done);
+  } catch (cause) {
+    const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined);
+    logRunFailure(res, run, error, cause);
+    const event: StreamEvent = { type: "error", content: describeForStream(runtime, error, cause) };
+    if (error.errorCode) event.error_code = error.errorCode;
+    await write(res, framing.encode(event));
+  } finally {
+    clearInterval(keepalive);
+    await lease.release();
+    res.end();
+  }
+}
+
+export function runRoutes(runtime: Runtime): Router {
+  const router = Router();
+  router.post("{/:agentId}/invoke", (req, res) => handleInvoke(runtime, req, res));
+  router.post("{/:agentId}/stream", (req, res) => handleStream(runtime, req, res, SSE));
+  router.post("{/:agentId}/stream/jsonl", (req, res) => handleStream(runtime, req, res, JSONL));
+  return router;
+}

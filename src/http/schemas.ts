@@ -1,0 +1,124 @@
+import { z } from "zod";
+
+/**
+ * Request and response shapes. The same schemas validate requests and generate the OpenAPI
+ * document served at /openapi.json, so the reference cannot drift from the behaviour.
+ */
+export const apiSchemas = z.registry<{ id: string }>();
+
+const identifier = z.string().min(1).max(256);
+
+export const contentBlockSchema = z
+  .discriminatedUnion("type", [
+    z.strictObject({ type: z.literal("text"), text: z.string() }),
+    z.strictObject({
+      type: z.literal("image"),
+      url: z.string().min(1).optional(),
+      data: z.string().min(1).optional(),
+      mime_type: z.string().regex(/^image\/[\w.+-]+$/).optional(),
+    }),
+    z.strictObject({ type: z.enum(["audio", "video", "file"]), data: z.string().min(1), mime_type: z.string().min(3) }),
+  ])
+  .superRefine((block, ctx) => {
+    if (block.type !== "image") return;
+    if ((block.url === undefined) === (block.data === undefined)) {
+      ctx.addIssue({ code: "custom", message: "an image block needs exactly one of url or data" });
+    }
+    if (block.data !== undefined && block.mime_type === undefined) {
+      ctx.addIssue({ code: "custom", message: "a base64 image block needs mime_type", path: ["mime_type"] });
+    }
+  })
+  .register(apiSchemas, { id: "ContentBlock" });
+export type ContentBlock = z.infer<typeof contentBlockSchema>;
+
+export const messageContentSchema = z.union([z.string(), z.array(contentBlockSchema).min(1)]);
+
+/** Keys agent_config may never carry: identity, checkpoint addressing, or LangGraph internals. */
+const FORBIDDEN_AGENT_CONFIG_KEYS = new Set([
+  "thread_id",
+  "user_id",
+  "checkpoint_id",
+  "checkpoint_ns",
+  "checkpoint_map",
+  "checkpointer",
+  "run_id",
+]);
+
+const agentConfigSchema = z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
+  for (const key of Object.keys(value)) {
+    if (FORBIDDEN_AGENT_CONFIG_KEYS.has(key) || key.startsWith("__")) {
+      ctx.addIssue({ code: "custom", message: `agent_config may not set "${key}"`, path: [key] });
+    }
+  }
+});
+
+const runFields = {
+  input: z.strictObject({ message: messageContentSchema }).describe("Agent input; identity fields are top-level, never here."),
+  thread_id: identifier.optional().describe("Public conversation id; omitted on invoke: a new one is created and returned."),
+  user_id: identifier.optional().describe("Trusted callers: any user (default AUTH_SERVICE_USER_ID). Token users: omit or their own id."),
+  model_config_key: identifier.optional(),
+  model_name: identifier.optional(),
+  model_provider: identifier.optional(),
+  agent_config: agentConfigSchema.optional(),
+  recursion_limit: z.number().int().min(1).max(10_000).optional(),
+};
+
+export const invokeRequestSchema = z.strictObject(runFields).register(apiSchemas, { id: "InvokeRequest" });
+export type InvokeRequest = z.infer<typeof invokeRequestSchema>;
+
+export const streamRequestSchema = z
+  .strictObject({
+    ...runFields,
+    stream_tokens: z.boolean().default(true).describe("true: token events plus messages; false: complete messages only."),
+  })
+  .register(apiSchemas, { id: "StreamRequest" });
+export type StreamRequest = z.infer<typeof streamRequestSchema>;
+
+export const chatMessageSchema = z
+  .object({
+    type: z.string().describe("ai, human, tool, system, or interrupt"),
+    content: z.union([z.string(), z.array(z.record(z.string(), z.unknown()))]),
+    thread_id: z.string(),
+    run_id: z.string().nullable(),
+    usage_metadata: z
+      .object({ input_tokens: z.number(), output_tokens: z.number(), total_tokens: z.number() })
+      .passthrough()
+      .nullable()
+      .describe("Token counts of this model message; null means unavailable, not zero."),
+    response_metadata: z.record(z.string(), z.unknown()),
+    tool_calls: z.array(
+      z.object({ id: z.string().optional(), name: z.string(), args: z.record(z.string(), z.unknown()) }).passthrough(),
+    ),
+    tool_call_id: z.string().optional(),
+    feedback_token: z.string().optional(),
+  })
+  .register(apiSchemas, { id: "ChatMessage" });
+export type ChatMessage = z.infer<typeof chatMessageSchema>;
+
+export const streamEventSchema = z
+  .discriminatedUnion("type", [
+    z.object({ type: z.literal("token"), content: z.string() }),
+    z.object({ type: z.literal("message"), content: chatMessageSchema }),
+    z.object({ type: z.literal("error"), content: z.string(), error_code: z.string().optional() }),
+  ])
+  .register(apiSchemas, { id: "StreamEvent" });
+export type StreamEvent = z.infer<typeof streamEventSchema>;
+
+export const errorBodySchema = z
+  .object({ detail: z.string(), error_code: z.string().optional() })
+  .register(apiSchemas, { id: "Error" });
+
+export const infoResponseSchema = z
+  .object({
+    agents: z.array(z.object({ key: z.string(), description: z.string() })),
+    default_agent: z.string(),
+  })
+  .register(apiSchemas, { id: "Info" });
+
+/** Render zod issues as one readable line for `detail`. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((issue) => (issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
+    .join("; ");
+}

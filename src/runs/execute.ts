@@ -1,0 +1,67 @@
+import { AIMessageChunk, isBaseMessage, type BaseMessage } from "@langchain/core/messages";
+import type { ChatMessage, StreamEvent } from "../http/schemas.ts";
+import { toChatMessage } from "./message-mapping.ts";
+import type { PreparedRun } from "./prepare.ts";
+
+/** The final answer carries the feedback proof; intermediate messages (tool calls) do not. */
+function present(run: PreparedRun, message: BaseMessage): ChatMessage {
+  const chat = toChatMessage(message, { threadId: run.threadId, runId: run.runId });
+  if (run.feedbackToken && chat.type === "ai" && chat.tool_calls.length === 0) chat.feedback_token = run.feedbackToken;
+  return chat;
+}
+
+function lastMessage(state: unknown): BaseMessage | undefined {
+  const messages = (state as { messages?: unknown } | undefined)?.messages;
+  if (!Array.isArray(messages)) return undefined;
+  const last: unknown = messages[messages.length - 1];
+  return isBaseMessage(last) ? last : undefined;
+}
+
+/** Run the graph to the end and return its final message. */
+export async function invokeRun(run: PreparedRun, signal: AbortSignal): Promise<ChatMessage> {
+  const state: unknown = await run.agent.graph.invoke(run.input, { ...run.graphConfig, signal });
+  const final = lastMessage(state);
+  if (!final) throw new Error(`agent "${run.agent.name}" returned no messages`);
+  return present(run, final);
+}
+
+/** Messages a node added, from one `updates` payload: `{ node: { messages: [...] } }`. */
+function messagesOfUpdate(update: unknown): BaseMessage[] {
+  if (typeof update !== "object" || update === null) return [];
+  const out: BaseMessage[] = [];
+  for (const [node, value] of Object.entries(update)) {
+    if (node.startsWith("__")) continue;
+    const updates = Array.isArray(value) ? value : [value];
+    for (const item of updates) {
+      const messages = (item as { messages?: unknown } | null | undefined)?.messages;
+      for (const message of Array.isArray(messages) ? messages : [messages]) {
+        if (isBaseMessage(message) && message.getType() !== "remove") out.push(message);
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * The run as typed events: token text (when asked for) and each complete message a node adds,
+ * in order. Errors are thrown, not yielded: the HTTP layer decides how a failure is reported.
+ */
+export async function* streamRun(
+  run: PreparedRun,
+  signal: AbortSignal,
+  options: { tokens: boolean },
+): AsyncGenerator<StreamEvent> {
+  const streamMode = options.tokens ? (["updates", "messages"] as const) : (["updates"] as const);
+  const stream = await run.agent.graph.stream(run.input, { ...run.graphConfig, signal, streamMode: [...streamMode] });
+  for await (const chunk of stream as AsyncIterable<[string, unknown]>) {
+    const [mode, payload] = chunk;
+    if (mode === "messages") {
+      const [message] = payload as [unknown, unknown];
+      if (message instanceof AIMessageChunk && typeof message.content === "string" && message.content) {
+        yield { type: "token", content: message.content };
+      }
+    } else if (mode === "updates") {
+      for (const message of messagesOfUpdate(payload)) yield { type: "message", content: present(run, message) };
+    }
+  }
+}

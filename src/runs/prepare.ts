@@ -1,0 +1,81 @@
+import { randomUUID } from "node:crypto";
+import type { BaseMessage } from "@langchain/core/messages";
+import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import type { RegisteredAgent } from "../agents/agent.ts";
+import { signFeedbackProof } from "../auth/feedback-proof.ts";
+import { effectiveUserId, type Principal } from "../auth/principal.ts";
+import { storageKey } from "../auth/storage-key.ts";
+import type { Config } from "../config/schema.ts";
+import { ApiError } from "../errors/api-error.ts";
+import type { InvokeRequest } from "../http/schemas.ts";
+import { humanMessageFrom } from "./message-mapping.ts";
+
+/** Everything a run needs, derived once from the request before the lock is taken. */
+export interface PreparedRun {
+  readonly agent: RegisteredAgent;
+  readonly userId: string;
+  /** The public thread id the caller sees. */
+  readonly threadId: string;
+  /** The checkpoint thread id: always the storage key of (user, agent, thread). */
+  readonly storageKey: string;
+  readonly runId: string;
+  /** Set on the final answer for principals that need a proof to send feedback. */
+  readonly feedbackToken: string | undefined;
+  readonly input: { messages: BaseMessage[] };
+  /** The graph config without the signal, which the caller adds. */
+  readonly graphConfig: Omit<LangGraphRunnableConfig, "signal"> & { durability: Config["CHECKPOINT_DURABILITY"] };
+}
+
+function countAttachments(message: InvokeRequest["input"]["message"]): number {
+  return typeof message === "string" ? 0 : message.filter((block) => block.type !== "text").length;
+}
+
+export function prepareRun(
+  config: Config,
+  agent: RegisteredAgent,
+  principal: Principal,
+  body: InvokeRequest,
+): PreparedRun {
+  const userId = effectiveUserId(principal, body.user_id, config.AUTH_SERVICE_USER_ID);
+
+  const selectsModel = body.model_config_key !== undefined || body.model_name !== undefined || body.model_provider !== undefined;
+  if (selectsModel && !agent.supportsModelSelection) {
+    throw new ApiError("validation_failed", {
+      detail: `Agent "${agent.name}" does not support runtime model selection; omit model_config_key, model_name and model_provider.`,
+    });
+  }
+  if (body.model_config_key !== undefined && !(body.model_config_key in config.MODEL_CONFIGS)) {
+    throw new ApiError("validation_failed", { detail: `model_config_key "${body.model_config_key}" is not a configured model.` });
+  }
+  if (countAttachments(body.input.message) > config.MULTIMODAL_MAX_ATTACHMENTS) {
+    throw new ApiError("payload_too_large", {
+      detail: `The message has more than ${config.MULTIMODAL_MAX_ATTACHMENTS} attachments (MULTIMODAL_MAX_ATTACHMENTS).`,
+    });
+  }
+
+  const threadId = body.thread_id ?? randomUUID();
+  const key = storageKey(userId, agent.name, threadId);
+  const runId = randomUUID();
+  const feedbackToken =
+    principal.needsFeedbackProof && config.FEEDBACK_SIGNING_SECRET
+      ? signFeedbackProof(config.FEEDBACK_SIGNING_SECRET, userId, agent.name, runId)
+      : undefined;
+
+  return {
+    agent,
+    userId,
+    threadId,
+    storageKey: key,
+    runId,
+    feedbackToken,
+    input: { messages: [humanMessageFrom(body.input.message)] },
+    graphConfig: {
+      runId,
+      runName: agent.name,
+      recursionLimit: body.recursion_limit ?? config.DEFAULT_RECURSION_LIMIT,
+      durability: config.CHECKPOINT_DURABILITY,
+      configurable: { ...body.agent_config, thread_id: key, user_id: userId },
+      metadata: { agent_id: agent.name, run_id: runId },
+    },
+  };
+}

@@ -1,0 +1,65 @@
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import { AdmissionLimiter } from "./admission/limiter.ts";
+import type { ConversationLock } from "./admission/locks/conversation-lock.ts";
+import { MemoryConversationLock } from "./admission/locks/memory-lock.ts";
+import { buildAgentRegistry, type AgentRegistry } from "./agents/registry.ts";
+import { createAuthenticator, type Authenticator } from "./auth/principal.ts";
+import { openCheckpointBackend, type CheckpointBackend } from "./checkpoints/backend.ts";
+import type { Config } from "./config/schema.ts";
+import { createDefaultChatModel } from "./models/default-model.ts";
+import { createLogger, type Logger } from "./observability/logger.ts";
+
+/** Everything a worker serves with, built once from the configuration (the composition root). */
+export interface Runtime {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly authenticate: Authenticator;
+  readonly admission: AdmissionLimiter;
+  readonly locks: ConversationLock;
+  readonly checkpoints: CheckpointBackend;
+  readonly registry: AgentRegistry;
+  readonly model: BaseChatModel;
+  /** Set when the worker stops accepting requests (shutdown). */
+  readonly lifecycle: { draining: boolean };
+  close(): Promise<void>;
+}
+
+export interface RuntimeOverrides {
+  readonly logger?: Logger;
+  /** The lock implementation; defaults to the in-process lock. */
+  readonly locks?: (config: Config) => ConversationLock;
+}
+
+export async function buildRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
+  const logger = overrides.logger ?? createLogger(config);
+  const model = createDefaultChatModel(config);
+  const checkpoints = await openCheckpointBackend(config);
+  try {
+    const registry = await buildAgentRegistry({ config, model, checkpointer: checkpoints.saver });
+    const locks =
+      overrides.locks?.(config) ??
+      new MemoryConversationLock({ waitMs: config.THREAD_QUEUE_TIMEOUT * 1000, maxWaiters: config.THREAD_QUEUE_MAX_WAITERS });
+    return {
+      config,
+      logger,
+      authenticate: createAuthenticator(config),
+      admission: new AdmissionLimiter(
+        config.REQUEST_MAX_CONCURRENT,
+        config.REQUEST_QUEUE_MAX_WAITERS,
+        config.REQUEST_QUEUE_TIMEOUT * 1000,
+      ),
+      locks,
+      checkpoints,
+      registry,
+      model,
+      lifecycle: { draining: false },
+      close: async () => {
+        await locks.close();
+        await checkpoints.close();
+      },
+    };
+  } catch (error) {
+    await checkpoints.close();
+    throw error;
+  }
+}
