@@ -157,6 +157,7 @@ export const configShape = {
   REQUEST_MAX_BYTES: int(20 * 1024 * 1024, 1024),
   THREAD_QUEUE_TIMEOUT: seconds(0),
   THREAD_QUEUE_MAX_WAITERS: int(32, 0, 100_000),
+  STREAM_KEEPALIVE_INTERVAL: seconds(15, 0.01),
   REDIS_URL: text(),
 
   // Provider HTTP pool (LLM_HTTP_*)
