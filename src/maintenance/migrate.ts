@@ -18,21 +18,26 @@ export async function migrate(store: CheckpointStore, mappings: readonly Mapping
     const sources = mappings.map((m) => m.oldThreadId);
     const destinations = mappings.map((m) => m.newThreadId);
     const sourceRows = new Map<string, Map<string, number>>();
-    const problems: string[] = [];
+    const takenRows = mappings.map((): string[] => []);
     for (const table of present) {
       sourceRows.set(table, await store.countRows(table, sources));
       const taken = await store.countRows(table, destinations);
       mappings.forEach((m, i) => {
         const n = taken.get(m.newThreadId);
-        if (n) problems.push(`destination ${m.newThreadId} of manifest[${i}] already has ${n} rows in ${table}`);
+        if (n) takenRows[i]?.push(`${table}: ${n}`);
       });
     }
     const checkpointRows = sourceRows.get(store.layout.checkpoints) ?? new Map<string, number>();
-    mappings.forEach((m, i) => {
-      if (!checkpointRows.get(m.oldThreadId)) {
-        problems.unshift(`source ${JSON.stringify(m.oldThreadId)} of manifest[${i}] has no checkpoints`);
-      }
-    });
+    const problems = [
+      ...mappings.flatMap((m, i) =>
+        checkpointRows.get(m.oldThreadId) ? [] : [`source ${JSON.stringify(m.oldThreadId)} of manifest[${i}] has no checkpoints`],
+      ),
+      ...mappings.flatMap((m, i) =>
+        takenRows[i]?.length
+          ? [`destination ${m.newThreadId} of manifest[${i}] already has rows (${takenRows[i]?.join(", ")})`]
+          : [],
+      ),
+    ];
     if (problems.length > 0) throw new MaintenanceRefusal(`refused, nothing changed: ${problems.join("; ")}`);
 
     const planned = mappings.map(
