@@ -10,14 +10,14 @@ const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 /**
  * Open the service's SQLite file. It must exist: a mistyped path must not create an empty database.
- * A write transaction is BEGIN IMMEDIATE, so it waits at most `busyTimeoutMs` for a writer still
- * running and then refuses.
+ * A dry run opens it read-only. A write transaction is BEGIN IMMEDIATE, so it waits at most
+ * `busyTimeoutMs` for a writer still running and then refuses.
  */
-export function openFiledbStore(path: string, busyTimeoutMs = 5000): CheckpointStore {
+export function openFiledbStore(path: string, options: { readonly: boolean; busyTimeoutMs?: number }): CheckpointStore {
   if (!existsSync(path)) throw new MaintenanceRefusal(`file database ${JSON.stringify(path)} does not exist`);
   let db: Database.Database;
   try {
-    db = new Database(path, { fileMustExist: true, timeout: busyTimeoutMs });
+    db = new Database(path, { fileMustExist: true, readonly: options.readonly, timeout: options.busyTimeoutMs ?? 5000 });
   } catch (error) {
     throw new MaintenanceRefusal(`cannot open file database ${JSON.stringify(path)}: ${(error as Error).message}`);
   }

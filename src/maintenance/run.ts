@@ -21,11 +21,12 @@ export interface RunContext {
  */
 export async function runMaintenance(options: MaintenanceOptions, context: RunContext): Promise<MaintenanceReport> {
   const { operation, target, apply } = options;
-  const mappings = operation.kind === "migrate" ? await loadManifest(operation.manifestPath) : undefined;
+  // The manifest is validated before the database is opened.
+  const mappings = operation.kind === "migrate" ? await loadManifest(operation.manifestPath) : [];
 
   let store: CheckpointStore;
   if (target.backend === "filedb") {
-    store = openFiledbStore(target.path, context.lockTimeoutMs);
+    store = openFiledbStore(target.path, { readonly: !apply, busyTimeoutMs: context.lockTimeoutMs });
   } else {
     const url = context.readVariable(target.envName);
     if (url === undefined || url.trim() === "") {
@@ -36,9 +37,9 @@ export async function runMaintenance(options: MaintenanceOptions, context: RunCo
     store = await openServerdbStore(url, target.schema, context.lockTimeoutMs);
   }
   try {
-    return mappings
+    return operation.kind === "migrate"
       ? await migrate(store, mappings, apply)
-      : await retain(store, (operation as { before: string }).before, (operation as { cutoff: bigint }).cutoff, apply);
+      : await retain(store, operation.before, operation.cutoff, apply);
   } finally {
     await store.close();
   }
