@@ -43,12 +43,30 @@ function toolCallsView(calls) {
   });
 }
 
+// Thumb outline from Google's Material Icons ("thumb_up", Apache License 2.0); drawn as SVG so it
+// does not depend on an emoji font being installed.
+const THUMB = "M1 21h4V9H1v12zm22-11c0-1.1-.9-2-2-2h-6.31l.95-4.57.03-.32c0-.41-.17-.79-.44-1.06L14.17 1 7.59 7.59C7.22 7.95 7 8.45 7 9v10c0 1.1.9 2 2 2h9c.83 0 1.54-.5 1.84-1.22l3.02-7.05c.09-.23.14-.47.14-.73v-2z";
+
+function thumbButton(className, label, down) {
+  const button = element("button", className);
+  button.type = "button";
+  button.title = label;
+  button.setAttribute("aria-label", label);
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("aria-hidden", "true");
+  if (down) svg.setAttribute("transform", "rotate(180)");
+  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
+  path.setAttribute("d", THUMB);
+  svg.append(path);
+  button.append(svg);
+  return button;
+}
+
 function feedbackView(runId) {
   const box = element("div", "feedback");
-  const up = element("button", "feedback-up", "👍");
-  const down = element("button", "feedback-down", "👎");
-  up.setAttribute("aria-label", "Good answer");
-  down.setAttribute("aria-label", "Bad answer");
+  const up = thumbButton("feedback-up", "Good answer", false);
+  const down = thumbButton("feedback-down", "Bad answer", true);
   const note = element("span", "feedback-note");
   const give = async (score, chosen) => {
     up.disabled = down.disabled = true;
