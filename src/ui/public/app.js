@@ -215,13 +215,14 @@ function newChat() {
   els.input.focus();
 }
 
+/** Show the conversation named in the URL. It stays the current one even if its history cannot be read. */
 async function restore(threadId) {
+  state.threadId = threadId;
   setBusy(true);
   try {
     const params = new URLSearchParams({ agent: state.agent, thread_id: threadId });
     const { messages } = await api(`/api/history?${params}`);
     els.messages.replaceChildren(...messages.flatMap(messageView));
-    state.threadId = threadId;
     scrollDown();
   } catch (error) {
     showError(error);
