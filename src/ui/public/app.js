@@ -43,9 +43,9 @@ function toolCallsView(calls) {
   });
 }
 
-// Thumb outline from Google's Material Icons ("thumb_up", Apache License 2.0); drawn as SVG so it
-// does not depend on an emoji font being installed.
-const THUMB = "M1 21h4V9H1v12zm22-11c0-1.1-.9-2-2-2h-6.31l.95-4.57.03-.32c0-.41-.17-.79-.44-1.06L14.17 1 7.59 7.59C7.22 7.95 7 8.45 7 9v10c0 1.1.9 2 2 2h9c.83 0 1.54-.5 1.84-1.22l3.02-7.05c.09-.23.14-.47.14-.73v-2z";
+// A plain up-pointing arrow (a triangle on a short stem), drawn here as SVG so the buttons do not depend
+// on an emoji font being installed; the down button is the same shape rotated.
+const THUMB = "M12 3 L21 13 H15.5 V21 H8.5 V13 H3 Z";
 
 function thumbButton(className, label, down) {
   const button = element("button", className);
