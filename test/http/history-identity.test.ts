@@ -81,3 +81,29 @@ test("a checkpoint without an index entry is still read correctly (getState fall
     await backend.cleanup();
   }
 });
+
+test("an append rewrites only the chunk it changes; old chunks are shared between checkpoints", async () => {
+  const backend = sqliteBackend();
+  const sqlite = await startService(backend.env);
+  try {
+    const messages = Array.from({ length: 250 }, (_, i) => ({ type: "human", content: `m${i}` }));
+    assert.equal((await call(sqlite, "POST", "/history/add_messages", { thread_id: "chunks", messages })).status, 201);
+    const count = () => {
+      const db = new Database(backend.env.FILEDB_DB_PATH!, { readonly: true });
+      try {
+        return (db.prepare("SELECT count(*) AS n FROM agenthost_history_chunks").get() as { n: number }).n;
+      } finally {
+        db.close();
+      }
+    };
+    assert.equal(count(), 3);
+    assert.equal((await call(sqlite, "POST", "/history/add_messages", { thread_id: "chunks", messages: [{ type: "human", content: "one more" }] })).status, 201);
+    assert.equal(count(), 4, "only the last (partial) chunk was written again");
+    const page = (await (await call(sqlite, "GET", "/history?thread_id=chunks&offset=249&limit=5")).json()) as { messages: Array<{ content: string }>; total: number };
+    assert.deepEqual(page.messages.map((m) => m.content), ["m249", "one more"]);
+    assert.equal(page.total, 251);
+  } finally {
+    await sqlite.close();
+    await backend.cleanup();
+  }
+});
