@@ -5,6 +5,10 @@ import { MemoryConversationLock } from "./admission/locks/memory-lock.ts";
 import { buildAgentRegistry, type AgentRegistry } from "./agents/registry.ts";
 import { createAuthenticator, type Authenticator } from "./auth/principal.ts";
 import { openCheckpointBackend, type CheckpointBackend } from "./checkpoints/backend.ts";
+import { withHistoryIndex } from "./checkpoints/history-backend.ts";
+import { createFeedbackDelivery, type FeedbackDelivery } from "./feedback/delivery.ts";
+import { createObservabilityBackend, type ObservabilityBackend } from "./observability/backends/index.ts";
+import { attachTracing } from "./observability/backends/instrument.ts";
 import type { Config } from "./config/schema.ts";
 import { createDefaultChatModel } from "./models/default-model.ts";
 import { createLogger, type Logger } from "./observability/logger.ts";
@@ -19,6 +23,10 @@ export interface Runtime {
   readonly checkpoints: CheckpointBackend;
   readonly registry: AgentRegistry;
   readonly model: BaseChatModel;
+  /** Tracing and feedback target (OBSERVABILITY_BACKEND). */
+  readonly observability: ObservabilityBackend;
+  /** How feedback reaches the backend: inline, through the BullMQ queue, or nowhere. */
+  readonly feedback: FeedbackDelivery;
   /** Set when the worker stops accepting requests (shutdown). */
   readonly lifecycle: { draining: boolean };
   close(): Promise<void>;
@@ -28,14 +36,26 @@ export interface RuntimeOverrides {
   readonly logger?: Logger;
   /** The lock implementation; defaults to the in-process lock. */
   readonly locks?: (config: Config) => ConversationLock;
+  /** Run the feedback queue consumer in this process (default true; workers/jobs.ts runs it alone). */
+  readonly consumeFeedbackQueue?: boolean;
 }
 
 export async function buildRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
   const logger = overrides.logger ?? createLogger(config);
   const model = createDefaultChatModel(config);
-  const checkpoints = await openCheckpointBackend(config);
+  const checkpoints = await openCheckpointBackend(config).then((backend) =>
+    withHistoryIndex(backend, config, (err) => logger.warn({ err }, "history index write failed")).catch(async (error: unknown) => {
+      await backend.close();
+      throw error;
+    }),
+  );
+  let observability: ObservabilityBackend | undefined;
   try {
     const registry = await buildAgentRegistry({ config, model, checkpointer: checkpoints.saver });
+    observability = createObservabilityBackend(config);
+    attachTracing(registry, observability);
+    const feedback = createFeedbackDelivery(config, observability, logger, { consume: overrides.consumeFeedbackQueue ?? true });
+    const tracing = observability;
     const locks =
       overrides.locks?.(config) ??
       new MemoryConversationLock({ waitMs: config.THREAD_QUEUE_TIMEOUT * 1000, maxWaiters: config.THREAD_QUEUE_MAX_WAITERS });
@@ -52,13 +72,18 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       checkpoints,
       registry,
       model,
+      observability: tracing,
+      feedback,
       lifecycle: { draining: false },
       close: async () => {
+        await feedback.close();
+        await tracing.close();
         await locks.close();
         await checkpoints.close();
       },
     };
   } catch (error) {
+    await observability?.close();
     await checkpoints.close();
     throw error;
   }
