@@ -2,9 +2,10 @@ import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
 import { MaintenanceRefusal } from "./refusal.ts";
 import type { CheckpointStore, CheckpointTime, TableLayout } from "./store.ts";
+import { CHUNK_TABLE, INDEX_TABLE } from "../checkpoints/history-index-stores.ts";
 
 /** The SqliteSaver's tables (@langchain/langgraph-checkpoint-sqlite): `writes` is missing in older files. */
-export const FILEDB_LAYOUT: TableLayout = { checkpoints: "checkpoints", required: ["checkpoints"], optional: ["writes"] };
+export const FILEDB_LAYOUT: TableLayout = { checkpoints: "checkpoints", required: ["checkpoints"], optional: ["writes", INDEX_TABLE, CHUNK_TABLE] };
 
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
 

@@ -1,6 +1,7 @@
 import pg from "pg";
 import { MaintenanceRefusal } from "./refusal.ts";
 import type { CheckpointStore, CheckpointTime, TableLayout } from "./store.ts";
+import { CHUNK_TABLE, INDEX_TABLE } from "../checkpoints/history-index-stores.ts";
 
 /**
  * The PostgresSaver's tables (@langchain/langgraph-checkpoint-postgres). Its `checkpoint_migrations`
@@ -9,7 +10,7 @@ import type { CheckpointStore, CheckpointTime, TableLayout } from "./store.ts";
 export const SERVERDB_LAYOUT: TableLayout = {
   checkpoints: "checkpoints",
   required: ["checkpoints", "checkpoint_blobs"],
-  optional: ["checkpoint_writes"],
+  optional: ["checkpoint_writes", INDEX_TABLE, CHUNK_TABLE],
 };
 
 const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;

@@ -10,6 +10,7 @@ import { storageKey } from "../../src/auth/storage-key.ts";
 import { parseArgs } from "../../src/maintenance/args.ts";
 import type { MigrationReport } from "../../src/maintenance/report.ts";
 import { runMaintenance } from "../../src/maintenance/run.ts";
+import Database from "better-sqlite3";
 import { call, startService, type RunningService } from "../helpers/service.ts";
 
 const AGENT = "chatbot-agent";
@@ -80,6 +81,19 @@ test("conversations written by the service move to their new owner and the servi
     const report = (await runMaintenance(args, { readVariable: () => undefined })) as MigrationReport;
     assert.equal(report.applied, true);
     assert.deepEqual(report.mappings.map((m) => m.new_thread_id), [storageKey("alice", AGENT, "conv-1"), storageKey("alice", AGENT, "imported-7")]);
+
+    // The service's history index moves with the conversation: nothing of it stays under the old key.
+    const moved = report.mappings[0]!.rows;
+    assert.ok((moved.agenthost_history_index ?? 0) > 0 && (moved.agenthost_history_chunks ?? 0) > 0, JSON.stringify(moved));
+    const file = new Database(env.FILEDB_DB_PATH, { readonly: true });
+    try {
+      for (const table of ["agenthost_history_index", "agenthost_history_chunks"]) {
+        const left = file.prepare(`SELECT count(*) AS n FROM ${table} WHERE thread_id = ?`).get(oldKey) as { n: number };
+        assert.equal(left.n, 0, table);
+      }
+    } finally {
+      file.close();
+    }
 
     service = await startService(env);
     running = true;
