@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
 import type pg from "pg";
+import { withSetupLock } from "./pg-setup-lock.ts";
 import { NULL_TASK_ID, type HistoryIndexStore, type IndexEntry, type LatestCheckpoint } from "./history-index.ts";
 
 /**
@@ -170,10 +171,7 @@ export class PostgresHistoryIndex implements HistoryIndexStore {
 
   /** Create the tables under an advisory lock, so workers starting together do not race. */
   async setup(): Promise<void> {
-    const client = await this.pool.connect();
-    try {
-      await client.query("BEGIN");
-      await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`agenthost:history-index:${this.index}`]);
+    await withSetupLock(this.pool, `agenthost:history-index:${this.index}`, async (client) => {
       await client.query(`
 CREATE TABLE IF NOT EXISTS ${this.index} (
   thread_id TEXT NOT NULL,
@@ -192,13 +190,7 @@ CREATE TABLE IF NOT EXISTS ${this.chunks} (
   messages TEXT NOT NULL,
   PRIMARY KEY (thread_id, checkpoint_ns, chunk_hash)
 )`);
-      await client.query("COMMIT");
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   async latest(threadId: string): Promise<LatestCheckpoint> {
