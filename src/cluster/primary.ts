@@ -106,6 +106,12 @@ class Supervisor {
       },
       "primary starting",
     );
+    if (config.MEMORY_BACKEND === "memory" && config.WEB_CONCURRENCY > 1) {
+      logger.warn(
+        { workers: config.WEB_CONCURRENCY },
+        "MEMORY_BACKEND=memory keeps each worker's conversations to itself; use filedb or serverdb with several workers",
+      );
+    }
     for (let slot = 0; slot < config.WEB_CONCURRENCY; slot++) this.fork(slot, true);
     this.pollTimer = setInterval(() => this.poll(), config.WORKER_LIVENESS_INTERVAL * 1000);
   }

@@ -61,6 +61,8 @@ export async function startCluster(env: Record<string, string> = {}, options: Cl
     AGENT_PATHS: JSON.stringify([SLOW_AGENT]),
     WORKER_LIVENESS_INTERVAL: "0.5",
     WORKER_LIVENESS_TIMEOUT: "20",
+    // The lock tests send 16 requests at once; kernel and primary may spread them unevenly.
+    REQUEST_MAX_CONCURRENT: "32",
     ...env,
     PORT: String(port),
     METRICS_PORT: String(metricsPort),
