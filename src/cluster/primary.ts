@@ -5,8 +5,9 @@ import { fileURLToPath } from "node:url";
 import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import { createLogger, type Logger } from "../observability/logger.ts";
-import { PrimaryMetrics, renderClusterMetrics, type WorkerSnapshot } from "../observability/metrics.ts";
+import { PrimaryMetrics, renderClusterMetrics, type MetricsJson } from "../observability/metrics.ts";
 import { LockBroker } from "./lock-broker.ts";
+import { MetricsLedger } from "./metrics-ledger.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import { isMessage, STARTUP_REFUSED, type ToPrimary, type ToWorker } from "./protocol.ts";
 import { RestartBudget } from "./restart-budget.ts";
@@ -65,6 +66,7 @@ export async function runPrimary(): Promise<void> {
 
 class Supervisor {
   private readonly metrics = new PrimaryMetrics();
+  private readonly ledger = new MetricsLedger();
   private readonly broker: LockBroker;
   private readonly members = new Map<number, Member>();
   private readonly budget: RestartBudget;
@@ -151,6 +153,7 @@ class Supervisor {
         clearTimeout(member.startupTimer);
         break;
       case "live":
+        this.ledger.record(member.worker.id, message.app);
         if (message.seq !== member.seq) break;
         member.askedAt = undefined;
         if (message.stalled > 0 && !member.retiring) {
@@ -205,6 +208,7 @@ class Supervisor {
     this.members.delete(worker.id);
     this.metrics.workers.set(this.members.size);
     this.broker.detach(worker.id);
+    void this.ledger.retire(worker.id);
     if (!member) return;
     clearTimeout(member.startupTimer);
     if (this.shuttingDown) {
@@ -251,7 +255,7 @@ class Supervisor {
     const snapshots = await Promise.all(
       targets.map(
         (member) =>
-          new Promise<WorkerSnapshot | undefined>((resolve) => {
+          new Promise<{ slot: number; app: MetricsJson; process: MetricsJson } | undefined>((resolve) => {
             const key = `${member.worker.id}:${seq}`;
             const timer = setTimeout(() => {
               this.metricsWaiters.delete(key);
@@ -260,15 +264,17 @@ class Supervisor {
             this.metricsWaiters.set(key, (message) => {
               clearTimeout(timer);
               this.metricsWaiters.delete(key);
+              this.ledger.record(member.worker.id, message.app);
               resolve({ slot: member.slot, app: message.app, process: message.process });
             });
             this.send(member, { ah: "metrics?", seq });
           }),
       ),
     );
-    const answered = snapshots.filter((s): s is WorkerSnapshot => s !== undefined);
+    const answered = snapshots.filter((s) => s !== undefined);
     this.metrics.scrapeMissing.set(targets.length - answered.length);
-    return renderClusterMetrics(this.metrics, answered);
+    const app = await this.ledger.combine(answered.map((s) => s.app));
+    return renderClusterMetrics(this.metrics, app, answered);
   }
 
   /** Stop forking, ask every worker to drain (SIGTERM), kill those that overstay, then exit. */

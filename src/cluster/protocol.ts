@@ -20,7 +20,7 @@ export type ToWorker =
 /** Worker → primary. */
 export type ToPrimary =
   | { ah: "listening"; port: number }
-  | { ah: "live"; seq: number; stalled: number }
+  | { ah: "live"; seq: number; stalled: number; app: MetricsJson }
   | { ah: "metrics"; seq: number; app: MetricsJson; process: MetricsJson }
   | { ah: "lock.acquire"; id: number; key: string }
   | { ah: "lock.cancel"; id: number }

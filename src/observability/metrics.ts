@@ -162,30 +162,23 @@ export class PrimaryMetrics {
   }
 }
 
-/** One worker's answer to a metrics collection. */
-export interface WorkerSnapshot {
-  readonly slot: number;
-  readonly app: MetricsJson;
-  readonly process: MetricsJson;
-}
-
 /**
- * The cluster's exposition: service metrics summed over the workers, process metrics per worker
- * (labelled with the worker's slot, 0..WEB_CONCURRENCY-1, so the label stays bounded across
- * restarts), and the primary's own.
+ * The cluster's exposition: service metrics already summed over the workers (see
+ * cluster/metrics-ledger.ts), process metrics per worker (labelled with the worker's slot,
+ * 0..WEB_CONCURRENCY-1, so the label stays bounded across restarts), and the primary's own.
  */
-export async function renderClusterMetrics(primary: PrimaryMetrics, workers: readonly WorkerSnapshot[]): Promise<string> {
-  const perWorker = workers.map((w) =>
+export async function renderClusterMetrics(
+  primary: PrimaryMetrics,
+  app: MetricsJson,
+  processes: ReadonlyArray<{ readonly slot: number; readonly process: MetricsJson }>,
+): Promise<string> {
+  const perWorker = processes.map((w) =>
     w.process.map((metric) => ({
       ...metric,
       values: metric.values.map((v) => ({ ...v, labels: { ...v.labels, worker: String(w.slot) } })),
     })),
   );
-  const registry = AggregatorRegistry.aggregate([
-    ...workers.map((w) => w.app),
-    ...perWorker,
-    await primary.registry.getMetricsAsJSON(),
-  ]);
+  const registry = AggregatorRegistry.aggregate([app, ...perWorker, await primary.registry.getMetricsAsJSON()]);
   return registry.metrics();
 }
 

@@ -2,8 +2,8 @@ import type { Channel, ToPrimary, ToWorker } from "../cluster/protocol.ts";
 import type { Runtime } from "../runtime.ts";
 
 /**
- * A cluster worker's answers to its primary: liveness (with the count of stalled runs) and a
- * snapshot of its metrics. Lock messages are handled by the PrimaryConversationLock itself.
+ * A cluster worker's answers to its primary: liveness (with the count of stalled runs and its
+ * service metrics) and a full metrics snapshot for a scrape. Lock messages are handled by the PrimaryConversationLock itself.
  */
 export function answerPrimary(channel: Channel<ToWorker, ToPrimary>, runtime: Runtime): void {
   const send = (message: ToPrimary) => {
@@ -17,7 +17,11 @@ export function answerPrimary(channel: Channel<ToWorker, ToPrimary>, runtime: Ru
     if (message.ah === "live?") {
       const stalled = runtime.runTracker.stalledCount();
       runtime.metrics.stalledRuns.set(stalled);
-      send({ ah: "live", seq: message.seq, stalled });
+      // The service metrics ride along, so the primary keeps a dead worker's counters (fresh to one poll).
+      void runtime.metrics.registry.getMetricsAsJSON().then(
+        (app) => send({ ah: "live", seq: message.seq, stalled, app }),
+        () => {},
+      );
     } else if (message.ah === "metrics?") {
       runtime.metrics.stalledRuns.set(runtime.runTracker.stalledCount());
       void runtime.metrics.snapshot().then(

@@ -117,6 +117,7 @@ describe("cluster with primary-brokered locks", () => {
       ),
     );
     await new Promise((r) => setTimeout(r, 700));
+    const before = await scrape(cluster);
     const logMark = cluster.logs.length;
     const killedAt = Date.now();
     process.kill(first, "SIGKILL");
@@ -133,6 +134,13 @@ describe("cluster with primary-brokered locks", () => {
     assert.equal(again.status, 200, `the killed worker's conversation is free: ${again.body}`);
 
     await eventually(async () => metric(await scrape(cluster), "agenthost_worker_restarts_total", { reason: "exited" }) === 1, 2_000, "restart counted");
+    // The dead worker's counters stay in the sums: no counter goes down.
+    const afterKill = await scrape(cluster);
+    for (const [series, value] of before) {
+      if (/_total|_count|_bucket|_sum/.test(series) && series.startsWith("agenthost_")) {
+        assert.ok((afterKill.get(series) ?? 0) >= value, `${series} went from ${value} to ${afterKill.get(series)}`);
+      }
+    }
     await cluster.waitForLog((l) => l.msg === "listening" && l.pid === forked.worker_pid, 30_000);
     await Promise.all(outcomes);
   });

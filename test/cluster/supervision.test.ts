@@ -91,3 +91,19 @@ test("the primary replaces a worker with a stalled run and counts it", async () 
     await cluster.stop("SIGKILL");
   }
 });
+
+test("workers do not outlive a primary killed with SIGKILL", async () => {
+  const cluster = await startCluster({});
+  const workers = cluster.workerPids();
+  assert.equal(workers.length, 2);
+  await cluster.stop("SIGKILL");
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  await eventually(() => !workers.some(alive), 10_000, "workers exit when their primary is gone");
+});
