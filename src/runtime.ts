@@ -1,7 +1,13 @@
+import cluster from "node:cluster";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { AdmissionLimiter } from "./admission/limiter.ts";
 import type { ConversationLock } from "./admission/locks/conversation-lock.ts";
 import { MemoryConversationLock } from "./admission/locks/memory-lock.ts";
+import { PrimaryConversationLock } from "./admission/locks/primary-lock.ts";
+import { RedisConversationLock } from "./admission/locks/redis-lock.ts";
+import { workerChannel } from "./cluster/protocol.ts";
+import { instrumentLock, instrumentSaver, ServiceMetrics } from "./observability/metrics.ts";
+import { RunTracker } from "./worker/run-tracker.ts";
 import { buildAgentRegistry, type AgentRegistry } from "./agents/registry.ts";
 import { createAuthenticator, type Authenticator } from "./auth/principal.ts";
 import { openCheckpointBackend, type CheckpointBackend } from "./checkpoints/backend.ts";
@@ -27,6 +33,9 @@ export interface Runtime {
   readonly observability: ObservabilityBackend;
   /** How feedback reaches the backend: inline, through the BullMQ queue, or nowhere. */
   readonly feedback: FeedbackDelivery;
+  readonly metrics: ServiceMetrics;
+  /** Stalled-run tracking behind `/health/live`. */
+  readonly runTracker: RunTracker;
   /** Set when the worker stops accepting requests (shutdown). */
   readonly lifecycle: { draining: boolean };
   close(): Promise<void>;
@@ -34,15 +43,34 @@ export interface Runtime {
 
 export interface RuntimeOverrides {
   readonly logger?: Logger;
-  /** The lock implementation; defaults to the in-process lock. */
+  /** The lock implementation; defaults to `defaultConversationLock`. */
   readonly locks?: (config: Config) => ConversationLock;
   /** Run the feedback queue consumer in this process (default true; workers/jobs.ts runs it alone). */
   readonly consumeFeedbackQueue?: boolean;
+  readonly metrics?: ServiceMetrics;
+}
+
+/** Redis when REDIS_URL is set; else the primary's broker in a cluster worker; else this process. */
+export function defaultConversationLock(config: Config, logger: Logger): ConversationLock {
+  const policy = { waitMs: config.THREAD_QUEUE_TIMEOUT * 1000, maxWaiters: config.THREAD_QUEUE_MAX_WAITERS };
+  if (config.REDIS_URL) {
+    return new RedisConversationLock({
+      url: config.REDIS_URL,
+      keyPrefix: `${config.REDIS_KEY_PREFIX}:`,
+      leaseMs: Math.round(config.REDIS_LOCK_LEASE * 1000),
+      policy,
+      onError: (error) => logger.warn({ err: { message: error.message } }, "redis connection problem"),
+    });
+  }
+  if (cluster.isWorker) return new PrimaryConversationLock(workerChannel(), policy);
+  return new MemoryConversationLock(policy);
 }
 
 export async function buildRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
   const logger = overrides.logger ?? createLogger(config);
   const model = createDefaultChatModel(config);
+  const metrics = overrides.metrics ?? new ServiceMetrics();
+  const runTracker = new RunTracker(config.WORKER_STALL_TIMEOUT * 1000);
   const checkpoints = await openCheckpointBackend(config).then((backend) =>
     withHistoryIndex(backend, config, (err) => logger.warn({ err }, "history index write failed")).catch(async (error: unknown) => {
       await backend.close();
@@ -51,14 +79,15 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
   );
   let observability: ObservabilityBackend | undefined;
   try {
+    instrumentSaver(checkpoints.saver, checkpoints.kind, metrics);
     const registry = await buildAgentRegistry({ config, model, checkpointer: checkpoints.saver });
     observability = createObservabilityBackend(config);
     attachTracing(registry, observability);
     const feedback = createFeedbackDelivery(config, observability, logger, { consume: overrides.consumeFeedbackQueue ?? true });
     const tracing = observability;
-    const locks =
-      overrides.locks?.(config) ??
-      new MemoryConversationLock({ waitMs: config.THREAD_QUEUE_TIMEOUT * 1000, maxWaiters: config.THREAD_QUEUE_MAX_WAITERS });
+    const locks = runTracker.track(
+      instrumentLock(overrides.locks?.(config) ?? defaultConversationLock(config, logger), metrics),
+    );
     return {
       config,
       logger,
@@ -74,6 +103,8 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       model,
       observability: tracing,
       feedback,
+      metrics,
+      runTracker,
       lifecycle: { draining: false },
       close: async () => {
         await feedback.close();

@@ -99,6 +99,13 @@ export const configShape = {
   METRICS_PORT: int(9464, 0, 65535),
   SHUTDOWN_GRACE: optionalSeconds(),
 
+  // Cluster supervision (the primary and its workers)
+  WORKER_LIVENESS_INTERVAL: seconds(3, 0.1),
+  WORKER_LIVENESS_TIMEOUT: seconds(10, 0.1),
+  WORKER_STALL_TIMEOUT: seconds(30, 0.1),
+  WORKER_RESTART_LIMIT: int(5, 1, 10_000),
+  WORKER_RESTART_WINDOW: seconds(60, 1),
+
   // Agents
   AGENT_PATHS: json(z.array(nonEmpty), []),
   DEFAULT_AGENT: z.preprocess(unsetIfEmpty, z.string().default("chatbot-agent")),
@@ -159,9 +166,10 @@ export const configShape = {
   THREAD_QUEUE_MAX_WAITERS: int(32, 0, 100_000),
   STREAM_KEEPALIVE_INTERVAL: seconds(15, 0.01),
   REDIS_URL: text(),
-  REDIS_KEY_PREFIX: z.preprocess(unsetIfEmpty, z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, { error: "must be 1-64 letters, digits, _ . -" }).default("agenthost")),
+  REDIS_KEY_PREFIX: z.preprocess(unsetIfEmpty, z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, { error: "must be 1-64 letters, digits, _ . : -" }).default("agenthost")),
   FEEDBACK_MAX_ATTEMPTS: int(12, 1, 100),
   FEEDBACK_RETRY_DELAY: seconds(2, 0.01),
+  REDIS_LOCK_LEASE: seconds(10, 1),
 
   // Provider HTTP pool (LLM_HTTP_*)
   LLM_HTTP_MAX_CONNECTIONS: int(1000, 1),

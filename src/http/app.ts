@@ -12,7 +12,7 @@ import { infoRoutes } from "./routes/info.ts";
 import { runRoutes } from "./routes/runs.ts";
 
 export interface AppOptions {
-  /** Liveness as the worker sees it (stalled cleanup makes it false). */
+  /** Liveness as the worker sees it; defaults to the runtime's stalled-run tracking. */
   readonly isLive?: () => boolean;
 }
 
@@ -26,7 +26,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): Express {
   app.disable("x-powered-by");
   app.set("etag", false);
   app.use(requestContext(runtime));
-  app.use(healthRoutes(runtime, options.isLive));
+  app.use(healthRoutes(runtime, options.isLive ?? (() => runtime.runTracker.isLive())));
   app.use(docsRoutes());
   app.use(authenticate(runtime));
   app.use(admission(runtime));

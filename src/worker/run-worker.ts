@@ -1,43 +1,68 @@
+import cluster from "node:cluster";
 import type http from "node:http";
+import type { AddressInfo } from "node:net";
+import { STARTUP_REFUSED, workerChannel } from "../cluster/protocol.ts";
 import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import { createApp } from "../http/app.ts";
 import { listen } from "../http/server.ts";
+import { createLogger } from "../observability/logger.ts";
 import { buildRuntime, type Runtime } from "../runtime.ts";
+import { answerPrimary } from "./primary-link.ts";
+
+/** How often a draining worker closes connections that went idle after their last response. */
+const IDLE_SWEEP_MS = 100;
 
 /** Print a startup refusal (configuration or registry problems) and exit non-zero. */
 function refuseToStart(error: unknown): never {
   const message = error instanceof Error ? error.message : String(error);
   process.stderr.write(`${message}\n`);
-  process.exit(2);
+  process.exit(STARTUP_REFUSED);
 }
 
 /**
- * Stop accepting, let in-flight requests finish within SHUTDOWN_GRACE, then close everything.
- * New requests during the drain get 503 with `Connection: close`.
+ * Stop accepting, let in-flight requests and streams finish within SHUTDOWN_GRACE, then close
+ * everything. Requests arriving on open connections meanwhile get 503 with `Connection: close`
+ * (admission middleware); connections close as soon as they fall idle.
  */
 async function drain(server: http.Server, runtime: Runtime, config: Config): Promise<void> {
   runtime.lifecycle.draining = true;
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
-  const grace = new Promise<void>((resolve) => setTimeout(resolve, config.SHUTDOWN_GRACE * 1000).unref());
+  const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+  let graceTimer: NodeJS.Timeout | undefined;
+  const grace = new Promise<void>((resolve) => {
+    graceTimer = setTimeout(resolve, config.SHUTDOWN_GRACE * 1000);
+  });
   await Promise.race([closed, grace]);
+  clearTimeout(graceTimer);
+  clearInterval(sweep);
   server.closeAllConnections();
   await runtime.close();
 }
 
-/** Build and serve one worker; returns once it is listening. */
+/**
+ * Build and serve one worker; returns once it is listening. Under the cluster primary it also
+ * answers liveness and metrics requests and reports when it listens; alone it is a one-process
+ * service (development, tests).
+ */
 export async function runWorker(): Promise<void> {
   let config: Config;
   let runtime: Runtime;
+  const inCluster = cluster.isWorker;
   try {
     config = loadConfig();
-    runtime = await buildRuntime(config);
+    const logger = createLogger(config);
+    runtime = await buildRuntime(config, {
+      logger: inCluster ? logger.child({ worker: cluster.worker!.id }) : logger,
+    });
   } catch (error) {
     refuseToStart(error);
   }
+  runtime.metrics.collectProcessMetrics();
   const server = await listen(createApp(runtime), config);
-  runtime.logger.info({ host: config.HOST, port: config.PORT, backend: config.MEMORY_BACKEND }, "listening");
+  const { port } = server.address() as AddressInfo;
+  runtime.logger.info({ host: config.HOST, port, backend: config.MEMORY_BACKEND }, "listening");
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -54,4 +79,10 @@ export async function runWorker(): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+
+  if (inCluster) {
+    const channel = workerChannel();
+    answerPrimary(channel, runtime);
+    channel.send({ ah: "listening", port });
+  }
 }

@@ -6,7 +6,7 @@
 export interface LockLease {
   /** Aborts if the lock is lost while held (e.g. a Redis lease that could not be extended). */
   readonly lost: AbortSignal;
-  /** Milliseconds spent waiting before the lock was granted. */
+  /** Milliseconds spent waiting before the lock was granted; exactly 0 when it was free at once. */
   readonly waitedMs: number;
   release(): Promise<void>;
 }

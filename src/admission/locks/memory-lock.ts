@@ -17,6 +17,10 @@ export class KeyedFifoLock {
     return this.held.size;
   }
 
+  isHeld(key: string): boolean {
+    return this.held.has(key);
+  }
+
   async acquire(key: string, signal?: AbortSignal): Promise<"granted" | "busy" | "queue_full" | "wait_expired" | "aborted"> {
     const entry = this.held.get(key);
     if (!entry) {
@@ -65,6 +69,7 @@ export class MemoryConversationLock implements ConversationLock {
 
   async acquire(key: string, signal?: AbortSignal): Promise<LockOutcome> {
     const started = performance.now();
+    const free = !this.table.isHeld(key);
     const outcome = await this.table.acquire(key, signal);
     if (outcome !== "granted") return { ok: false, reason: outcome };
     let released = false;
@@ -72,7 +77,8 @@ export class MemoryConversationLock implements ConversationLock {
       ok: true,
       lease: {
         lost: new AbortController().signal,
-        waitedMs: performance.now() - started,
+        // 0 exactly when the lock was free: the metrics count a positive wait as a queue wait.
+        waitedMs: free ? 0 : performance.now() - started,
         release: async () => {
           if (released) return;
           released = true;

@@ -14,6 +14,7 @@ export function admission(runtime: Runtime): RequestHandler {
   return async (req, res, next) => {
     if (runtime.lifecycle.draining) {
       res.setHeader("Connection", "close");
+      runtime.metrics.admissionRejections.inc({ reason: "shutting_down" });
       throw new ApiError("shutting_down", { headers: { "Retry-After": "1" } });
     }
     const controller = new AbortController();
@@ -24,6 +25,7 @@ export function admission(runtime: Runtime): RequestHandler {
     const release = await runtime.admission.acquire(controller.signal);
     if (!release) {
       res.off("close", onClose);
+      runtime.metrics.admissionRejections.inc({ reason: "service_busy" });
       throw new ApiError("service_busy", { headers: { "Retry-After": "1" } });
     }
     if (controller.signal.aborted) {
@@ -31,7 +33,10 @@ export function admission(runtime: Runtime): RequestHandler {
       release();
       return;
     }
-    const deadline = setTimeout(() => controller.abort(new RunAborted("deadline")), timeoutMs);
+    const deadline = setTimeout(() => {
+      runtime.metrics.deadlineExpiries.inc();
+      controller.abort(new RunAborted("deadline"));
+    }, timeoutMs);
     res.on("close", () => {
       clearTimeout(deadline);
       release();

@@ -14,13 +14,20 @@ export function requestContext(runtime: Runtime): RequestHandler {
     res.locals.scope = scope;
     res.setHeader("x-request-id", requestId);
     const started = performance.now();
+    const { metrics } = runtime;
+    metrics.activeRequests.inc();
     res.on("close", () => {
+      const route = routeTemplate(req);
+      const seconds = (performance.now() - started) / 1000;
+      metrics.activeRequests.dec();
+      metrics.httpRequests.inc({ route, method: req.method, status: res.statusCode });
+      metrics.httpDuration.observe({ route, method: req.method }, seconds);
       scope.logger.info(
         {
           method: req.method,
-          route: routeTemplate(req),
+          route,
           status: res.statusCode,
-          duration_ms: Math.round((performance.now() - started) * 10) / 10,
+          duration_ms: Math.round(seconds * 10_000) / 10,
           agent: scope.agent,
           completed: res.writableFinished,
         },

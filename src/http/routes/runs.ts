@@ -61,9 +61,15 @@ async function handleInvoke(runtime: Runtime, req: Request, res: Response): Prom
   const lease = await lockConversation(runtime, run.storageKey, requestSignal);
   const signal = AbortSignal.any([requestSignal, lease.lost]);
   try {
-    res.status(200).json(await invokeRun(run, signal));
+    const message = await invokeRun(run, signal);
+    // Free the conversation before answering, so the caller's next turn never finds it busy.
+    await lease.release();
+    runtime.metrics.runs.inc({ agent: run.agent.name, outcome: "ok" });
+    runtime.metrics.countTokens(run.agent.name, message);
+    res.status(200).json(message);
   } catch (cause) {
     const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined);
+    runtime.metrics.runs.inc({ agent: run.agent.name, outcome: error.errorCode ?? "error" });
     logRunFailure(res, run, error, cause);
     throw error;
   } finally {
@@ -122,19 +128,26 @@ async function handleStream(runtime: Runtime, req: Request, res: Response, frami
   const keepalive = framing.keepalive
     ? setInterval(() => void write(res, framing.keepalive!), runtime.config.STREAM_KEEPALIVE_INTERVAL * 1000)
     : undefined;
+  let outcome = "client_disconnected";
   try {
     for await (const event of streamRun(run, signal, { tokens: body.stream_tokens })) {
+      if (event.type === "message") runtime.metrics.countTokens(run.agent.name, event.content);
       if (!(await write(res, framing.encode(event)))) return;
       keepalive?.refresh();
     }
+    outcome = "ok";
+    // Free the conversation before the client hears the end, so its next turn never finds it busy.
+    await lease.release();
     if (framing.done) await write(res, framing.done);
   } catch (cause) {
     const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined);
+    outcome = error.errorCode ?? "error";
     logRunFailure(res, run, error, cause);
     const event: StreamEvent = { type: "error", content: describeForStream(runtime, error, cause) };
     if (error.errorCode) event.error_code = error.errorCode;
     await write(res, framing.encode(event));
   } finally {
+    runtime.metrics.runs.inc({ agent: run.agent.name, outcome });
     clearInterval(keepalive);
     await lease.release();
     res.end();

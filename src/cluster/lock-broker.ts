@@ -1,0 +1,94 @@
+import type { LockQueuePolicy } from "../admission/locks/conversation-lock.ts";
+import { KeyedFifoLock } from "../admission/locks/memory-lock.ts";
+import type { ToPrimary, ToWorker } from "./protocol.ts";
+
+type Reply = (message: ToWorker) => void;
+
+interface Owner {
+  readonly reply: Reply;
+  /** Requests waiting in the queue, by request id. */
+  readonly waiting: Map<number, AbortController>;
+  /** Locks held, request id → key. */
+  readonly held: Map<number, string>;
+}
+
+/**
+ * The primary's side of the primary-brokered conversation lock: one FIFO lock table for every
+ * worker of this host. Workers ask over IPC; a worker that goes away has its queued requests
+ * dropped and its locks released at once.
+ */
+export class LockBroker {
+  private readonly table: KeyedFifoLock;
+  private readonly owners = new Map<number, Owner>();
+
+  constructor(policy: LockQueuePolicy) {
+    this.table = new KeyedFifoLock(policy);
+  }
+
+  /** Locks currently held (for tests and logs). */
+  get heldCount(): number {
+    return this.table.heldCount;
+  }
+
+  attach(ownerId: number, reply: Reply): void {
+    this.owners.set(ownerId, { reply, waiting: new Map(), held: new Map() });
+  }
+
+  /** Forget a worker: cancel its waits and release its locks, handing them to the next waiters. */
+  detach(ownerId: number): void {
+    const owner = this.owners.get(ownerId);
+    if (!owner) return;
+    this.owners.delete(ownerId);
+    for (const controller of owner.waiting.values()) controller.abort();
+    for (const key of owner.held.values()) this.table.release(key);
+  }
+
+  /** Handle one worker message; returns false when it was not a lock message. */
+  handle(ownerId: number, message: ToPrimary): boolean {
+    const owner = this.owners.get(ownerId);
+    switch (message.ah) {
+      case "lock.acquire":
+        if (owner) void this.acquire(ownerId, owner, message.id, message.key);
+        return true;
+      case "lock.cancel":
+        owner?.waiting.get(message.id)?.abort();
+        return true;
+      case "lock.release": {
+        const key = owner?.held.get(message.id);
+        if (owner && key !== undefined) {
+          owner.held.delete(message.id);
+          this.table.release(key);
+        }
+        return true;
+      }
+      case "ping":
+        owner?.reply({ ah: "pong", id: message.id });
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  private async acquire(ownerId: number, owner: Owner, id: number, key: string): Promise<void> {
+    const started = performance.now();
+    const free = !this.table.isHeld(key);
+    const controller = new AbortController();
+    owner.waiting.set(id, controller);
+    const outcome = await this.table.acquire(key, controller.signal);
+    owner.waiting.delete(id);
+    if (outcome === "granted") {
+      if (this.owners.get(ownerId) !== owner) {
+        // The worker went away while its request was being granted.
+        this.table.release(key);
+        return;
+      }
+      owner.held.set(id, key);
+    }
+    const waitedMs = free ? 0 : performance.now() - started;
+    try {
+      owner.reply({ ah: "lock.result", id, outcome, waitedMs });
+    } catch {
+      // The channel closed between the check and the reply; `detach` releases what it held.
+    }
+  }
+}

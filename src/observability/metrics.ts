@@ -1,0 +1,254 @@
+import {
+  AggregatorRegistry,
+  collectDefaultMetrics,
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  type MetricObjectWithValues,
+  type MetricValue,
+} from "prom-client";
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { ConversationLock, LockOutcome } from "../admission/locks/conversation-lock.ts";
+
+/**
+ * Every Prometheus metric agenthost exports, declared once. Labels are bounded: route templates,
+ * methods, statuses, agent names, outcomes and error codes from the catalogue — never user,
+ * thread or run ids. Names use base units (`_seconds`, `_total`).
+ *
+ * Each worker owns a ServiceMetrics (one registry, summed across workers by the primary) and,
+ * in a cluster worker, the default process metrics in a second registry that the primary labels
+ * with the worker's slot instead of summing. The primary owns PrimaryMetrics.
+ */
+
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+const LOCK_WAIT_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const CHECKPOINT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
+
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  /** Default process metrics (CPU, memory, event loop, GC); empty unless collectProcessMetrics ran. */
+  readonly processRegistry = new Registry();
+
+  readonly httpRequests = new Counter({
+    name: "agenthost_http_requests_total",
+    help: "HTTP requests answered, by route template, method and status.",
+    labelNames: ["route", "method", "status"] as const,
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: "agenthost_http_request_duration_seconds",
+    help: "Time from request arrival until the response closed (streams: until the last byte).",
+    labelNames: ["route", "method"] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly activeRequests = new Gauge({
+    name: "agenthost_http_active_requests",
+    help: "HTTP requests in progress.",
+    registers: [this.registry],
+  });
+  readonly admissionRejections = new Counter({
+    name: "agenthost_admission_rejections_total",
+    help: "Requests refused with 503 before any work: service_busy (worker full) or shutting_down (draining).",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+  readonly lockWaits = new Counter({
+    name: "agenthost_lock_waits_total",
+    help: "Requests that found their conversation busy and queued for it (THREAD_QUEUE_TIMEOUT).",
+    registers: [this.registry],
+  });
+  readonly lockConflicts = new Counter({
+    name: "agenthost_lock_conflicts_total",
+    help: "Requests answered 409 by the conversation lock: busy, queue_full or wait_expired.",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+  readonly lockWaitDuration = new Histogram({
+    name: "agenthost_lock_wait_duration_seconds",
+    help: "Time queued requests waited for their conversation, by how the wait ended.",
+    labelNames: ["outcome"] as const,
+    buckets: LOCK_WAIT_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly lockErrors = new Counter({
+    name: "agenthost_lock_errors_total",
+    help: "Lock acquisitions that failed because the lock service (primary or Redis) did not answer.",
+    registers: [this.registry],
+  });
+  readonly deadlineExpiries = new Counter({
+    name: "agenthost_deadline_expiries_total",
+    help: "Requests whose REQUEST_TIMEOUT deadline fired before they finished (504 or a stream error event).",
+    registers: [this.registry],
+  });
+  readonly runs = new Counter({
+    name: "agenthost_runs_total",
+    help: "Agent runs by agent and outcome (ok, or the error_code that ended them).",
+    labelNames: ["agent", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly tokens = new Counter({
+    name: "agenthost_tokens_total",
+    help: "Model tokens reported in usage_metadata of the messages returned, by agent and direction (in, out).",
+    labelNames: ["agent", "direction"] as const,
+    registers: [this.registry],
+  });
+  readonly checkpointDuration = new Histogram({
+    name: "agenthost_checkpoint_operation_duration_seconds",
+    help: "Checkpoint saver operations, by backend and operation.",
+    labelNames: ["backend", "operation"] as const,
+    buckets: CHECKPOINT_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly stalledRuns = new Gauge({
+    name: "agenthost_stalled_runs",
+    help: "Runs whose signal aborted longer than WORKER_STALL_TIMEOUT ago without the run settling.",
+    registers: [this.registry],
+  });
+
+  private processMetricsOn = false;
+
+  constructor() {
+    // Bounded label sets start at zero, so rates and alerts see the series before the first event.
+    for (const reason of ["service_busy", "shutting_down"]) this.admissionRejections.inc({ reason }, 0);
+    for (const reason of ["busy", "queue_full", "wait_expired"]) this.lockConflicts.inc({ reason }, 0);
+  }
+
+  /** Start the default process metrics; once per process (they hook the event loop and GC). */
+  collectProcessMetrics(): void {
+    if (this.processMetricsOn) return;
+    this.processMetricsOn = true;
+    collectDefaultMetrics({ register: this.processRegistry });
+  }
+
+  /** Count the tokens of one returned message (`usage_metadata` null means unknown, not zero). */
+  countTokens(agent: string, message: { usage_metadata?: { input_tokens?: number; output_tokens?: number } | null }): void {
+    const usage = message.usage_metadata;
+    if (!usage) return;
+    if (usage.input_tokens) this.tokens.inc({ agent, direction: "in" }, usage.input_tokens);
+    if (usage.output_tokens) this.tokens.inc({ agent, direction: "out" }, usage.output_tokens);
+  }
+
+  async snapshot(): Promise<{ app: MetricsJson; process: MetricsJson }> {
+    return { app: await this.registry.getMetricsAsJSON(), process: await this.processRegistry.getMetricsAsJSON() };
+  }
+}
+
+/** What only the primary knows. */
+export class PrimaryMetrics {
+  readonly registry = new Registry();
+  readonly workerRestarts = new Counter({
+    name: "agenthost_worker_restarts_total",
+    help: "Workers replaced by the primary, by reason (exited, unresponsive, stalled, startup_timeout).",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+  readonly workers = new Gauge({
+    name: "agenthost_workers",
+    help: "Worker processes alive under this primary.",
+    registers: [this.registry],
+  });
+  readonly scrapeMissing = new Gauge({
+    name: "agenthost_metrics_scrape_missing_workers",
+    help: "Workers that did not answer the primary's last metrics collection in time (their figures are absent).",
+    registers: [this.registry],
+  });
+
+  constructor() {
+    for (const reason of ["exited", "unresponsive", "stalled", "startup_timeout"]) this.workerRestarts.inc({ reason }, 0);
+  }
+}
+
+/**
+ * The cluster's exposition: service metrics already summed over the workers (see
+ * cluster/metrics-ledger.ts), process metrics per worker (labelled with the worker's slot,
+ * 0..WEB_CONCURRENCY-1, so the label stays bounded across restarts), and the primary's own.
+ */
+export async function renderClusterMetrics(
+  primary: PrimaryMetrics,
+  app: MetricsJson,
+  processes: ReadonlyArray<{ readonly slot: number; readonly process: MetricsJson }>,
+): Promise<string> {
+  const perWorker = processes.map((w) =>
+    w.process.map((metric) => ({
+      ...metric,
+      values: metric.values.map((v) => ({ ...v, labels: { ...v.labels, worker: String(w.slot) } })),
+    })),
+  );
+  const registry = AggregatorRegistry.aggregate([app, ...perWorker, await primary.registry.getMetricsAsJSON()]);
+  return registry.metrics();
+}
+
+export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
+
+/**
+ * The conversation lock, counted: queue waits, 409s by reason, wait durations, lock-service errors.
+ * Implementations report `waitedMs: 0` exactly when the lock was free, so a wait is any grant
+ * with a positive wait.
+ */
+export function instrumentLock(lock: ConversationLock, metrics: ServiceMetrics): ConversationLock {
+  return {
+    async acquire(key, signal): Promise<LockOutcome> {
+      const started = performance.now();
+      let outcome: LockOutcome;
+      try {
+        outcome = await lock.acquire(key, signal);
+      } catch (error) {
+        metrics.lockErrors.inc();
+        throw error;
+      }
+      const waited = (performance.now() - started) / 1000;
+      if (outcome.ok) {
+        if (outcome.lease.waitedMs > 0) {
+          metrics.lockWaits.inc();
+          metrics.lockWaitDuration.observe({ outcome: "granted" }, outcome.lease.waitedMs / 1000);
+        }
+      } else if (outcome.reason === "aborted") {
+        metrics.lockWaits.inc();
+        metrics.lockWaitDuration.observe({ outcome: "aborted" }, waited);
+      } else {
+        metrics.lockConflicts.inc({ reason: outcome.reason });
+        if (outcome.reason === "wait_expired") {
+          metrics.lockWaits.inc();
+          metrics.lockWaitDuration.observe({ outcome: "expired" }, waited);
+        }
+      }
+      return outcome;
+    },
+    ping: () => lock.ping(),
+    close: () => lock.close(),
+  };
+}
+
+type AnyFn = (...args: never[]) => unknown;
+
+/** Time the saver's operations in place (getTuple, list, put, putWrites, deleteThread). */
+export function instrumentSaver(saver: BaseCheckpointSaver, backend: string, metrics: ServiceMetrics): void {
+  const target = saver as unknown as Record<string, AnyFn>;
+  for (const operation of ["getTuple", "put", "putWrites", "deleteThread"]) {
+    const original = target[operation];
+    if (typeof original !== "function") continue;
+    target[operation] = async function timed(this: unknown, ...args: never[]) {
+      const end = metrics.checkpointDuration.startTimer({ backend, operation });
+      try {
+        return await original.apply(saver, args);
+      } finally {
+        end();
+      }
+    } as AnyFn;
+  }
+  const list = target.list;
+  if (typeof list === "function") {
+    target.list = async function* timedList(...args: never[]) {
+      const end = metrics.checkpointDuration.startTimer({ backend, operation: "list" });
+      try {
+        yield* list.apply(saver, args) as AsyncIterable<unknown>;
+      } finally {
+        end();
+      }
+    } as AnyFn;
+  }
+}

@@ -1,0 +1,250 @@
+// Start the real bin/agenthost as a child process and talk to it over fresh TCP connections.
+import { spawn, type ChildProcess } from "node:child_process";
+import http from "node:http";
+import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const TOKEN = "cluster-test-token";
+export const SLOW_AGENT = "./test/fixtures/agents/slow-agent.ts:slowAgent";
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export type LogLine = Record<string, unknown> & { msg?: string; pid?: number; worker?: number };
+
+export interface Cluster {
+  readonly url: string;
+  readonly metricsUrl: string;
+  readonly process: ChildProcess;
+  readonly logs: LogLine[];
+  stderr(): string;
+  /** Resolves with the first log line (from now on or already seen) matching, or rejects after `ms`. */
+  waitForLog(match: (line: LogLine) => boolean, ms?: number, from?: number): Promise<LogLine>;
+  /** Pids of the workers that reported listening and have not been seen exiting. */
+  workerPids(): number[];
+  /** Resolves with the exit code. */
+  exited: Promise<number | null>;
+  /** SIGTERM (or the given signal) and wait for the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export interface ClusterOptions {
+  /** Workers that must be listening before start resolves (default WEB_CONCURRENCY or 2). */
+  readonly waitWorkers?: number;
+}
+
+/**
+ * bin/agenthost with the fake model, the slow test agent, a token, two workers and ports of its
+ * own, plus `env`. The environment is built from scratch: nothing leaks in from the test runner.
+ */
+export async function startCluster(env: Record<string, string> = {}, options: ClusterOptions = {}): Promise<Cluster> {
+  const port = env.PORT ? Number(env.PORT) : await freePort();
+  const metricsPort = env.METRICS_PORT ? Number(env.METRICS_PORT) : await freePort();
+  const fullEnv: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: process.env.HOME ?? "/tmp",
+    USE_FAKE_MODEL: "true",
+    AUTH_SECRET: TOKEN,
+    HOST: "127.0.0.1",
+    WEB_CONCURRENCY: "2",
+    LOG_LEVEL: "info",
+    AGENT_PATHS: JSON.stringify([SLOW_AGENT]),
+    WORKER_LIVENESS_INTERVAL: "0.5",
+    WORKER_LIVENESS_TIMEOUT: "20",
+    // The lock tests send 16 requests at once; kernel and primary may spread them unevenly.
+    REQUEST_MAX_CONCURRENT: "32",
+    ...env,
+    PORT: String(port),
+    METRICS_PORT: String(metricsPort),
+  };
+  const child = spawn(path.join(ROOT, "bin/agenthost"), [], { cwd: ROOT, env: fullEnv, stdio: ["ignore", "pipe", "pipe"] });
+  const logs: LogLine[] = [];
+  const listeners = new Set<() => void>();
+  let stderr = "";
+  let pending = "";
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+    pending += chunk;
+    const lines = pending.split("\n");
+    pending = lines.pop() ?? "";
+    for (const line of lines) {
+      if (!line.trim()) continue;
+      try {
+        logs.push(JSON.parse(line) as LogLine);
+      } catch {
+        logs.push({ msg: `(unparsed) ${line}` });
+      }
+    }
+    for (const listener of listeners) listener();
+  });
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  exited.then(() => {
+    for (const listener of listeners) listener();
+  });
+
+  const waitForLog = (match: (line: LogLine) => boolean, ms = 30_000, from = 0) =>
+    new Promise<LogLine>((resolve, reject) => {
+      const check = () => {
+        const found = logs.slice(from).find(match);
+        if (found) {
+          done();
+          resolve(found);
+        } else if (child.exitCode !== null || child.signalCode !== null) {
+          done();
+          reject(new Error(`agenthost exited while waiting; stderr:\n${stderr}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`timed out waiting for a log line; last lines:\n${logs.slice(-5).map((l) => JSON.stringify(l)).join("\n")}\n${stderr}`));
+      }, ms);
+      const done = () => {
+        clearTimeout(timer);
+        listeners.delete(check);
+      };
+      listeners.add(check);
+      check();
+    });
+
+  const cluster: Cluster = {
+    url: `http://127.0.0.1:${port}`,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    process: child,
+    logs,
+    stderr: () => stderr,
+    waitForLog,
+    workerPids: () => {
+      const gone = new Set(
+        logs.filter((l) => l.msg === "worker exited; replacing it" || l.msg === "replaced worker exited").map((l) => l.worker),
+      );
+      const pids = new Map<number, number>();
+      for (const l of logs) if (l.msg === "listening" && typeof l.worker === "number" && typeof l.pid === "number") pids.set(l.worker, l.pid);
+      return [...pids].filter(([worker]) => !gone.has(worker)).map(([, pid]) => pid);
+    },
+    exited,
+    stop: async (signal = "SIGTERM") => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+  const want = options.waitWorkers ?? Number(fullEnv.WEB_CONCURRENCY);
+  for (let i = 1; i <= want; i++) {
+    await waitForLog(() => logs.filter((l) => l.msg === "listening").length >= i, 60_000);
+  }
+  return cluster;
+}
+
+export interface Reply {
+  readonly status: number;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly body: string;
+  json<T = Record<string, unknown>>(): T;
+}
+
+/**
+ * One request on a new TCP connection (no keep-alive pool), so the primary spreads requests over
+ * its workers. Rejects on connection errors (refused, reset).
+ */
+export function request(
+  base: string,
+  method: string,
+  pathname: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Reply> {
+  const url = new URL(pathname, base);
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      {
+        method,
+        agent: false,
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          ...(payload ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)) } : {}),
+          ...headers,
+        },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (text += chunk));
+        res.on("end", () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json: <T>() => JSON.parse(text) as T }),
+        );
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.end(payload);
+  });
+}
+
+export const invoke = (base: string, agent: string, thread: string, message: string, headers?: Record<string, string>) =>
+  request(base, "POST", `/${agent}/invoke`, { input: { message }, thread_id: thread }, headers);
+
+/** Workers (by cluster worker id) whose request log lines carry one of these request ids. */
+export function workersServing(logs: readonly LogLine[], requestIds: ReadonlySet<string>): Set<number> {
+  const workers = new Set<number>();
+  for (const l of logs) {
+    if (l.msg === "request" && typeof l.request_id === "string" && requestIds.has(l.request_id) && typeof l.worker === "number") {
+      workers.add(l.worker);
+    }
+  }
+  return workers;
+}
+
+/** Sample values from a Prometheus text exposition: `name{labels}` → value. */
+export function parseMetrics(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    if (!line || line.startsWith("#")) continue;
+    const space = line.lastIndexOf(" ");
+    out.set(line.slice(0, space), Number(line.slice(space + 1)));
+  }
+  return out;
+}
+
+/** A value by metric name and labels in any order; 0 when the series is absent. */
+export function metric(samples: Map<string, number>, name: string, labels: Record<string, string> = {}): number {
+  const want = Object.entries(labels);
+  for (const [key, value] of samples) {
+    const brace = key.indexOf("{");
+    const metricName = brace < 0 ? key : key.slice(0, brace);
+    if (metricName !== name) continue;
+    const body = brace < 0 ? "" : key.slice(brace + 1, -1);
+    const have = new Map<string, string>();
+    for (const m of body.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) have.set(m[1]!, m[2]!);
+    if (have.size === want.length && want.every(([k, v]) => have.get(k) === v)) return value;
+  }
+  return 0;
+}
+
+export async function scrape(cluster: Cluster): Promise<Map<string, number>> {
+  const res = await fetch(cluster.metricsUrl);
+  if (res.status !== 200) throw new Error(`metrics answered ${res.status}`);
+  return parseMetrics(await res.text());
+}
+
+/** Poll `check` until it returns true, or fail after `ms`. */
+export async function eventually(check: () => Promise<boolean> | boolean, ms: number, what: string, everyMs = 100): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await Promise.resolve().then(check).catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

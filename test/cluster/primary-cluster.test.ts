@@ -1,0 +1,166 @@
+// bin/agenthost with WEB_CONCURRENCY=2 and primary-brokered locks (no REDIS_URL), one cluster for
+// the whole file, in this order: exact metric counts, one 409 per concurrent pair, SIGKILL of a
+// worker (replaced, counted, locks free at once), SIGTERM during a stream.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import {
+  eventually,
+  invoke,
+  metric,
+  request,
+  scrape,
+  startCluster,
+  workersServing,
+  type Cluster,
+  type Reply,
+} from "./cluster-helper.ts";
+
+describe("cluster with primary-brokered locks", () => {
+  let cluster: Cluster;
+  let dir: string;
+
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "agenthost-cluster-"));
+    cluster = await startCluster({ MEMORY_BACKEND: "filedb", FILEDB_DB_PATH: path.join(dir, "db.sqlite") });
+  });
+  after(async () => {
+    await cluster?.stop("SIGKILL");
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("/metrics on METRICS_PORT sums both workers' counters exactly", async () => {
+    const ids = new Set<string>();
+    const tagged = () => {
+      const id = randomUUID();
+      ids.add(id);
+      return { "x-request-id": id };
+    };
+    for (let i = 0; i < 3; i++) {
+      const res = await invoke(cluster.url, "chatbot-agent", randomUUID(), "hello", tagged());
+      assert.equal(res.status, 200, res.body);
+    }
+    const pairs = await Promise.all(
+      [0, 1].map(async () => {
+        const thread = randomUUID();
+        return Promise.all([0, 1].map(() => invoke(cluster.url, "slow-agent", thread, "sleep 800", tagged())));
+      }),
+    );
+    for (const pair of pairs) assert.deepEqual(pair.map((r) => r.status).sort(), [200, 409]);
+    const unauthorized = await request(cluster.url, "POST", "/invoke", { input: { message: "x" } }, { authorization: "Bearer wrong" });
+    assert.equal(unauthorized.status, 401);
+
+    // Request log lines are written when the response closes; wait until all are in.
+    await eventually(() => cluster.logs.filter((l) => l.msg === "request").length >= 8, 5_000, "request log lines");
+    assert.equal(workersServing(cluster.logs, ids).size, 2, "both workers served requests");
+    const line = cluster.logs.find((l) => l.msg === "request" && l.agent === "slow-agent")!;
+    for (const field of ["request_id", "worker", "route", "agent", "status", "duration_ms"]) assert.ok(field in line, field);
+
+    const m = await scrape(cluster);
+    const invokeRoute = { route: "{/:agentId}/invoke", method: "POST" };
+    assert.equal(metric(m, "agenthost_http_requests_total", { ...invokeRoute, status: "200" }), 5);
+    assert.equal(metric(m, "agenthost_http_requests_total", { ...invokeRoute, status: "409" }), 2);
+    assert.equal(metric(m, "agenthost_http_requests_total", { route: "unmatched", method: "POST", status: "401" }), 1);
+    assert.equal(metric(m, "agenthost_http_request_duration_seconds_count", invokeRoute), 7);
+    assert.equal(metric(m, "agenthost_http_active_requests"), 0);
+    assert.equal(metric(m, "agenthost_runs_total", { agent: "chatbot-agent", outcome: "ok" }), 3);
+    assert.equal(metric(m, "agenthost_runs_total", { agent: "slow-agent", outcome: "ok" }), 2);
+    // The fake model counts 4 tokens in ("hello" + 3) and 9 out per answer; the slow agent reports 5 and 3.
+    assert.equal(metric(m, "agenthost_tokens_total", { agent: "chatbot-agent", direction: "in" }), 12);
+    assert.equal(metric(m, "agenthost_tokens_total", { agent: "chatbot-agent", direction: "out" }), 27);
+    assert.equal(metric(m, "agenthost_tokens_total", { agent: "slow-agent", direction: "in" }), 10);
+    assert.equal(metric(m, "agenthost_tokens_total", { agent: "slow-agent", direction: "out" }), 6);
+    assert.equal(metric(m, "agenthost_lock_conflicts_total", { reason: "busy" }), 2);
+    assert.equal(metric(m, "agenthost_lock_waits_total"), 0);
+    assert.equal(metric(m, "agenthost_admission_rejections_total", { reason: "service_busy" }), 0);
+    assert.equal(metric(m, "agenthost_deadline_expiries_total"), 0);
+    assert.equal(metric(m, "agenthost_worker_restarts_total", { reason: "exited" }), 0);
+    assert.equal(metric(m, "agenthost_workers"), 2);
+    assert.ok(metric(m, "agenthost_checkpoint_operation_duration_seconds_count", { backend: "filedb", operation: "put" }) > 0);
+    assert.ok(metric(m, "process_cpu_seconds_total", { worker: "0" }) > 0, "process metrics of worker 0");
+    assert.ok(metric(m, "process_cpu_seconds_total", { worker: "1" }) > 0, "process metrics of worker 1");
+    for (const key of m.keys()) assert.doesNotMatch(key, /thread|user_id|run_id/);
+  });
+
+  test("two concurrent requests on one conversation: exactly one 409, whichever workers serve them", async () => {
+    const ids = new Set<string>();
+    const pairs = await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        const thread = randomUUID();
+        return Promise.all(
+          [0, 1].map(() => {
+            const id = randomUUID();
+            ids.add(id);
+            return invoke(cluster.url, "slow-agent", thread, "sleep 1000", { "x-request-id": id });
+          }),
+        );
+      }),
+    );
+    for (const pair of pairs) {
+      assert.deepEqual(pair.map((r) => r.status).sort(), [200, 409]);
+      assert.equal(pair.find((r) => r.status === 409)!.json().error_code, "conversation_busy");
+    }
+    await eventually(() => workersServing(cluster.logs, ids).size === 2, 5_000, "both workers served the pairs");
+  });
+
+  test("a worker killed with SIGKILL is replaced within 2 s, counted, and its locks are free at once", async () => {
+    const [first, second] = cluster.workerPids();
+    assert.ok(first && second);
+    const threads = [randomUUID(), randomUUID()];
+    const outcomes = threads.map((thread) =>
+      invoke(cluster.url, "slow-agent", thread, "sleep 3000").then(
+        (reply): Reply | Error => reply,
+        (error: Error) => error,
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 700));
+    const before = await scrape(cluster);
+    const logMark = cluster.logs.length;
+    const killedAt = Date.now();
+    process.kill(first, "SIGKILL");
+    await cluster.waitForLog((l) => l.msg === "worker exited; replacing it", 5_000, logMark);
+    const forked = await cluster.waitForLog((l) => l.msg === "worker forked", 5_000, logMark);
+    assert.ok((forked.time as number) - killedAt < 2_000, `replacement forked ${(forked.time as number) - killedAt} ms after the kill`);
+
+    // New connections alternate between idle workers, so the killed worker held one of the two runs:
+    // its client lost the connection, and its conversation is free again at once.
+    const early = await Promise.all(outcomes.map((o) => Promise.race([o, new Promise<"running">((r) => setTimeout(() => r("running"), 1_000))])));
+    const lost = threads.filter((_, i) => early[i] instanceof Error);
+    assert.equal(lost.length, 1, "one run was on the killed worker");
+    const again = await invoke(cluster.url, "slow-agent", lost[0]!, "sleep 10");
+    assert.equal(again.status, 200, `the killed worker's conversation is free: ${again.body}`);
+
+    await eventually(async () => metric(await scrape(cluster), "agenthost_worker_restarts_total", { reason: "exited" }) === 1, 2_000, "restart counted");
+    // The dead worker's counters stay in the sums: no counter goes down.
+    const afterKill = await scrape(cluster);
+    for (const [series, value] of before) {
+      if (/_total|_count|_bucket|_sum/.test(series) && series.startsWith("agenthost_")) {
+        assert.ok((afterKill.get(series) ?? 0) >= value, `${series} went from ${value} to ${afterKill.get(series)}`);
+      }
+    }
+    await cluster.waitForLog((l) => l.msg === "listening" && l.pid === forked.worker_pid, 30_000);
+    await Promise.all(outcomes);
+  });
+
+  test("SIGTERM during a 3-second stream: the stream ends with [DONE], new requests are refused, exit 0", async () => {
+    const stream = request(cluster.url, "POST", "/slow-agent/stream", { input: { message: "sleep 3000" }, thread_id: randomUUID() });
+    await new Promise((r) => setTimeout(r, 600));
+    cluster.process.kill("SIGTERM");
+    await cluster.waitForLog((l) => l.msg === "shutting down" && l.role === "primary", 5_000);
+    await new Promise((r) => setTimeout(r, 300));
+    const refused = await invoke(cluster.url, "chatbot-agent", randomUUID(), "hello").then(
+      (reply) => reply.status,
+      (error: NodeJS.ErrnoException) => error.code,
+    );
+    assert.ok(refused === "ECONNREFUSED" || refused === 503, `new request refused, got ${refused}`);
+
+    const reply = await stream;
+    assert.equal(reply.status, 200);
+    assert.match(reply.body, /slept 3000 ms/);
+    assert.ok(reply.body.trimEnd().endsWith("data: [DONE]"), reply.body);
+    assert.equal(await cluster.exited, 0);
+  });
+});

@@ -1,0 +1,128 @@
+// Two primaries ("hosts") on two ports, each with WEB_CONCURRENCY=2, sharing one PostgreSQL schema
+// and one Redis key prefix. Host A refuses busy conversations at once (THREAD_QUEUE_TIMEOUT=0);
+// host B queues for up to 5 s. Leases are 2 s so a dead holder frees its conversation quickly.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, describe, test } from "node:test";
+import { Redis } from "ioredis";
+import pg from "pg";
+import { eventually, invoke, metric, scrape, startCluster, workersServing, type Cluster, type Reply } from "./cluster-helper.ts";
+
+const DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test";
+const REDIS_URL = "redis://127.0.0.1:6379";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("two hosts sharing PostgreSQL and Redis", () => {
+  const schema = `agenthost_cluster_${randomUUID().replaceAll("-", "")}`;
+  const prefix = `agenthost-test:${randomUUID()}:`;
+  let hostA: Cluster;
+  let hostB: Cluster;
+
+  before(async () => {
+    const shared = {
+      MEMORY_BACKEND: "serverdb",
+      DATABASE_URL,
+      SERVERDB_SCHEMA: schema,
+      REDIS_URL,
+      REDIS_KEY_PREFIX: prefix,
+      REDIS_LOCK_LEASE: "2",
+    };
+    // Start one after the other: the first creates the schema.
+    hostA = await startCluster({ ...shared, THREAD_QUEUE_TIMEOUT: "0" });
+    hostB = await startCluster({ ...shared, THREAD_QUEUE_TIMEOUT: "5" });
+  });
+
+  after(async () => {
+    await Promise.all([hostA?.stop("SIGKILL"), hostB?.stop("SIGKILL")]);
+    const client = new pg.Client({ connectionString: DATABASE_URL });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await client.end();
+    const redis = new Redis(REDIS_URL);
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  });
+
+  test("two concurrent requests on one conversation: exactly one 409, whichever workers serve them", async () => {
+    const ids = new Set<string>();
+    const pairs = await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        const thread = randomUUID();
+        return Promise.all(
+          [0, 1].map(() => {
+            const id = randomUUID();
+            ids.add(id);
+            return invoke(hostA.url, "slow-agent", thread, "sleep 1000", { "x-request-id": id });
+          }),
+        );
+      }),
+    );
+    for (const pair of pairs) assert.deepEqual(pair.map((r) => r.status).sort(), [200, 409], pair.map((r) => r.body).join("\n"));
+    await eventually(() => workersServing(hostA.logs, ids).size === 2, 5_000, "both workers served the pairs");
+  });
+
+  test("a conversation busy on one host answers 409 on the other; history written on one is read on the other", async () => {
+    const thread = randomUUID();
+    const running = invoke(hostB.url, "slow-agent", thread, "sleep 1500");
+    await sleep(500);
+    const busy = await invoke(hostA.url, "slow-agent", thread, "sleep 10");
+    assert.equal(busy.status, 409);
+    assert.equal(busy.json().error_code, "conversation_busy");
+    const first = await running;
+    assert.equal(first.status, 200);
+    assert.match(first.json<{ content: string }>().content, /after 1 messages/);
+    const second = await invoke(hostA.url, "slow-agent", thread, "sleep 10");
+    assert.equal(second.status, 200);
+    assert.match(second.json<{ content: string }>().content, /after 3 messages/, "host A read host B's turn");
+  });
+
+  test("a waiter with THREAD_QUEUE_TIMEOUT gets its turn, on the same host and across hosts", async () => {
+    for (const holderHost of [hostB, hostA]) {
+      const thread = randomUUID();
+      const holder = invoke(holderHost.url, "slow-agent", thread, "sleep 1000");
+      await sleep(300);
+      const started = performance.now();
+      const waiter = await invoke(hostB.url, "slow-agent", thread, "sleep 10");
+      const waited = performance.now() - started;
+      assert.equal(waiter.status, 200, waiter.body);
+      assert.equal((await holder).status, 200);
+      assert.match(waiter.json<{ content: string }>().content, /after 3 messages/, "the waiter ran after the holder");
+      assert.ok(waited > 400, `waited ${waited} ms for the holder`);
+    }
+  });
+
+  test("a worker killed with SIGKILL is replaced within 2 s and counted; its Redis locks free within the lease time", async () => {
+    const [first] = hostA.workerPids();
+    assert.ok(first);
+    const threads = [randomUUID(), randomUUID()];
+    const outcomes = threads.map((thread) =>
+      invoke(hostA.url, "slow-agent", thread, "sleep 4000").then(
+        (reply): Reply | Error => reply,
+        (error: Error) => error,
+      ),
+    );
+    await sleep(700);
+    const mark = hostA.logs.length;
+    const killedAt = Date.now();
+    process.kill(first, "SIGKILL");
+    const forked = await hostA.waitForLog((l) => l.msg === "worker forked", 5_000, mark);
+    assert.ok((forked.time as number) - killedAt < 2_000, `replacement forked ${(forked.time as number) - killedAt} ms after the kill`);
+    await eventually(async () => metric(await scrape(hostA), "agenthost_worker_restarts_total", { reason: "exited" }) === 1, 2_000, "restart counted");
+
+    const early = await Promise.all(outcomes.map((o) => Promise.race([o, sleep(1_000).then(() => "running" as const)])));
+    const lost = threads.filter((_, i) => early[i] instanceof Error);
+    assert.equal(lost.length, 1, "one run was on the killed worker");
+    // Host B queues up to 5 s; the dead holder's 2 s lease expires well before.
+    const started = Date.now();
+    const taken = await invoke(hostB.url, "slow-agent", lost[0]!, "sleep 10");
+    assert.equal(taken.status, 200, taken.body);
+    assert.ok(Date.now() - killedAt < 3_500, `free ${Date.now() - killedAt} ms after the kill (lease 2 s), waited ${Date.now() - started} ms`);
+    await Promise.all(outcomes);
+  });
+
+  test("both hosts stop cleanly on SIGTERM", async () => {
+    assert.deepEqual(await Promise.all([hostA.stop("SIGTERM"), hostB.stop("SIGTERM")]), [0, 0]);
+  });
+});

@@ -1,0 +1,125 @@
+// The primary-brokered lock: PrimaryConversationLock (worker side) talking to a LockBroker (primary
+// side) over in-memory channels that deliver asynchronously, like IPC.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { PrimaryConversationLock } from "../../src/admission/locks/primary-lock.ts";
+import type { LockQueuePolicy } from "../../src/admission/locks/conversation-lock.ts";
+import { LockBroker } from "../../src/cluster/lock-broker.ts";
+import type { Channel, ToPrimary, ToWorker } from "../../src/cluster/protocol.ts";
+import { RunAborted } from "../../src/errors/classify.ts";
+
+interface FakeWorker {
+  readonly lock: PrimaryConversationLock;
+  /** The worker dies: the broker forgets it, the worker's channel closes. */
+  die(): void;
+}
+
+function setup(policy: LockQueuePolicy) {
+  const broker = new LockBroker(policy);
+  let nextId = 1;
+  const worker = (): FakeWorker => {
+    const id = nextId++;
+    let alive = true;
+    const toWorker = new Set<(m: ToWorker) => void>();
+    const onClose = new Set<() => void>();
+    broker.attach(id, (message) => {
+      if (!alive) throw new Error("channel closed");
+      setImmediate(() => alive && toWorker.forEach((h) => h(message)));
+    });
+    const channel: Channel<ToWorker, ToPrimary> = {
+      send: (message) => {
+        if (!alive) throw new Error("channel closed");
+        setImmediate(() => broker.handle(id, message));
+      },
+      onMessage: (handler) => toWorker.add(handler),
+      onClose: (handler) => onClose.add(handler),
+    };
+    return {
+      lock: new PrimaryConversationLock(channel, policy),
+      die: () => {
+        alive = false;
+        broker.detach(id);
+        onClose.forEach((h) => h());
+      },
+    };
+  };
+  return { broker, worker };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test("one holder per key across workers; busy without a queue; release frees it", async () => {
+  const { broker, worker } = setup({ waitMs: 0, maxWaiters: 8 });
+  const a = worker();
+  const b = worker();
+  const held = await a.lock.acquire("k");
+  assert.ok(held.ok);
+  assert.equal(held.lease.waitedMs, 0);
+  assert.deepEqual(await b.lock.acquire("k"), { ok: false, reason: "busy" });
+  await held.lease.release();
+  await sleep(5);
+  assert.equal(broker.heldCount, 0);
+  const next = await b.lock.acquire("k");
+  assert.ok(next.ok);
+  await next.lease.release();
+  await b.lock.ping();
+});
+
+test("a waiter on another worker gets its turn; a full queue answers at once, an expired wait after the queue time", async () => {
+  const { worker } = setup({ waitMs: 300, maxWaiters: 1 });
+  const a = worker();
+  const b = worker();
+  const held = await a.lock.acquire("k");
+  assert.ok(held.ok);
+  const waiting = b.lock.acquire("k");
+  await sleep(20);
+  assert.deepEqual(await a.lock.acquire("k"), { ok: false, reason: "queue_full" });
+  setTimeout(() => void held.lease.release(), 50);
+  const granted = await waiting;
+  assert.ok(granted.ok);
+  assert.ok(granted.lease.waitedMs > 0);
+  assert.deepEqual(await a.lock.acquire("k"), { ok: false, reason: "wait_expired" });
+  await granted.lease.release();
+});
+
+test("a dead worker's locks are released at once and its queued requests dropped", async () => {
+  const { broker, worker } = setup({ waitMs: 2_000, maxWaiters: 8 });
+  const a = worker();
+  const b = worker();
+  const held = await a.lock.acquire("k");
+  assert.ok(held.ok);
+  const aQueued = a.lock.acquire("k2"); // nothing queued yet on k2: granted
+  assert.ok((await aQueued).ok);
+  const started = performance.now();
+  const waiting = b.lock.acquire("k");
+  await sleep(20);
+  a.die();
+  assert.ok(held.lease.lost.aborted, "the dead side's leases report themselves lost");
+  assert.ok(held.lease.lost.reason instanceof RunAborted);
+  const granted = await waiting;
+  assert.ok(granted.ok);
+  assert.ok(performance.now() - started < 500);
+  assert.equal(broker.heldCount, 1, "k2 was released with its worker; only b's k remains");
+  await assert.rejects(a.lock.acquire("k3"));
+  await granted.lease.release();
+});
+
+test("an aborted wait leaves the queue; a grant that races the abort is handed back", async () => {
+  const { broker, worker } = setup({ waitMs: 2_000, maxWaiters: 8 });
+  const a = worker();
+  const b = worker();
+  const held = await a.lock.acquire("k");
+  assert.ok(held.ok);
+  const controller = new AbortController();
+  const waiting = b.lock.acquire("k", controller.signal);
+  await sleep(20);
+  // Release and abort in the same tick: the broker may grant before it hears of the cancel.
+  void held.lease.release();
+  controller.abort();
+  assert.deepEqual(await waiting, { ok: false, reason: "aborted" });
+  await sleep(20);
+  assert.equal(broker.heldCount, 0, "nothing left held");
+  const again = await a.lock.acquire("k");
+  assert.ok(again.ok);
+  await again.lease.release();
+});

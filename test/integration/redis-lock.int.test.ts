@@ -1,0 +1,136 @@
+// RedisConversationLock against the real Redis at 127.0.0.1:6379, a unique key prefix per test.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, test } from "node:test";
+import { Redis } from "ioredis";
+import type { LockQueuePolicy } from "../../src/admission/locks/conversation-lock.ts";
+import { RedisConversationLock } from "../../src/admission/locks/redis-lock.ts";
+import { RunAborted } from "../../src/errors/classify.ts";
+
+const REDIS_URL = "redis://127.0.0.1:6379";
+const admin = new Redis(REDIS_URL);
+const opened: RedisConversationLock[] = [];
+const prefixes: string[] = [];
+
+after(async () => {
+  await Promise.all(opened.map((lock) => lock.close()));
+  for (const prefix of prefixes) {
+    const keys = await admin.keys(`${prefix}*`);
+    if (keys.length) await admin.del(...keys);
+  }
+  admin.disconnect();
+});
+
+/** Two locks on one prefix: two "hosts" sharing Redis. */
+function hosts(policy: LockQueuePolicy, leaseMs = 10_000): [RedisConversationLock, RedisConversationLock, string] {
+  const keyPrefix = `agenthost-test:${randomUUID()}:`;
+  prefixes.push(keyPrefix);
+  const make = () => new RedisConversationLock({ url: REDIS_URL, keyPrefix, leaseMs, policy });
+  const pair: [RedisConversationLock, RedisConversationLock] = [make(), make()];
+  opened.push(...pair);
+  return [...pair, keyPrefix];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test("one holder per key across instances; busy at once without a queue; other keys unaffected", async () => {
+  const [a, b] = hosts({ waitMs: 0, maxWaiters: 32 });
+  const first = await a.acquire("k1");
+  assert.ok(first.ok);
+  assert.equal(first.lease.waitedMs, 0);
+  assert.deepEqual(await b.acquire("k1"), { ok: false, reason: "busy" });
+  const other = await b.acquire("k2");
+  assert.ok(other.ok);
+  await first.lease.release();
+  const again = await b.acquire("k1");
+  assert.ok(again.ok);
+  await again.lease.release();
+  await other.lease.release();
+});
+
+test("waiters get the lock in arrival order when it frees; the queue is bounded", async () => {
+  const [a, b] = hosts({ waitMs: 5_000, maxWaiters: 2 });
+  const holder = await a.acquire("k");
+  assert.ok(holder.ok);
+  const order: string[] = [];
+  const waiter = (lock: RedisConversationLock, name: string) =>
+    lock.acquire("k").then(async (outcome) => {
+      assert.ok(outcome.ok, name);
+      assert.ok(outcome.lease.waitedMs > 0);
+      order.push(name);
+      await sleep(50);
+      await outcome.lease.release();
+    });
+  const first = waiter(b, "first");
+  await sleep(100);
+  const second = waiter(a, "second");
+  await sleep(100);
+  assert.deepEqual(await b.acquire("k"), { ok: false, reason: "queue_full" });
+  const released = performance.now();
+  await holder.lease.release();
+  await Promise.all([first, second]);
+  assert.deepEqual(order, ["first", "second"]);
+  // The release message wakes the first waiter well before its next poll would matter.
+  assert.ok(performance.now() - released < 2_000);
+});
+
+test("a wait longer than the queue time ends in wait_expired; an aborted wait ends in aborted", async () => {
+  const [a, b] = hosts({ waitMs: 400, maxWaiters: 4 });
+  const holder = await a.acquire("k");
+  assert.ok(holder.ok);
+  const started = performance.now();
+  assert.deepEqual(await b.acquire("k"), { ok: false, reason: "wait_expired" });
+  assert.ok(performance.now() - started >= 350);
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(), 100);
+  assert.deepEqual(await b.acquire("k", controller.signal), { ok: false, reason: "aborted" });
+  await holder.lease.release();
+});
+
+test("the lease is extended while held, past its lease time", async () => {
+  const [a, b] = hosts({ waitMs: 0, maxWaiters: 4 }, 1_000);
+  const holder = await a.acquire("k");
+  assert.ok(holder.ok);
+  await sleep(2_500);
+  assert.equal(holder.lease.lost.aborted, false);
+  assert.deepEqual(await b.acquire("k"), { ok: false, reason: "busy" });
+  await holder.lease.release();
+  assert.ok((await b.acquire("k")).ok);
+});
+
+test("a lease taken over by someone else aborts the run through `lost`", async () => {
+  const [a, , prefix] = hosts({ waitMs: 0, maxWaiters: 4 }, 1_000);
+  const holder = await a.acquire("k");
+  assert.ok(holder.ok);
+  // Simulate an expiry during a partition: another holder's value replaces ours.
+  await admin.set(`${prefix}lock:k`, "someone-else", "PX", 5_000);
+  await new Promise<void>((resolve) => holder.lease.lost.addEventListener("abort", () => resolve(), { once: true }));
+  assert.ok(holder.lease.lost.reason instanceof RunAborted);
+  assert.equal((holder.lease.lost.reason as RunAborted).reason, "lock_lost");
+  await holder.lease.release();
+  assert.equal(await admin.get(`${prefix}lock:k`), "someone-else", "release never deletes another holder's lock");
+});
+
+test("a holder that vanished without releasing frees the key within its lease time", async () => {
+  const [a, b] = hosts({ waitMs: 3_000, maxWaiters: 4 }, 1_000);
+  const holder = await a.acquire("k");
+  assert.ok(holder.ok);
+  await a.close(); // the host dies: no extension, no release
+  const started = performance.now();
+  const waiter = await b.acquire("k");
+  assert.ok(waiter.ok);
+  assert.ok(performance.now() - started < 1_500, "within the lease time");
+  await waiter.lease.release();
+});
+
+test("ping fails and acquire throws while Redis is unreachable", async () => {
+  const lock = new RedisConversationLock({
+    url: "redis://127.0.0.1:1",
+    keyPrefix: "agenthost-test:unreachable:",
+    leaseMs: 1_000,
+    policy: { waitMs: 0, maxWaiters: 1 },
+  });
+  opened.push(lock);
+  await assert.rejects(lock.ping());
+  await assert.rejects(lock.acquire("k"));
+});
