@@ -6,7 +6,9 @@ import { buildAgentRegistry, type AgentRegistry } from "./agents/registry.ts";
 import { createAuthenticator, type Authenticator } from "./auth/principal.ts";
 import { openCheckpointBackend, type CheckpointBackend } from "./checkpoints/backend.ts";
 import type { Config } from "./config/schema.ts";
-import { createDefaultChatModel } from "./models/default-model.ts";
+import { loadMcpToolset, McpToolsError, type McpToolset } from "./agents/mcp-tools.ts";
+import { createModelCatalog, type ModelCatalog } from "./models/catalog.ts";
+import { createProviderHttpPool, type ProviderHttpPool } from "./models/http-pool.ts";
 import { createLogger, type Logger } from "./observability/logger.ts";
 
 /** Everything a worker serves with, built once from the configuration (the composition root). */
@@ -19,6 +21,12 @@ export interface Runtime {
   readonly checkpoints: CheckpointBackend;
   readonly registry: AgentRegistry;
   readonly model: BaseChatModel;
+  /** Every chat model of the worker; resolves request-time model selection. */
+  readonly models: ModelCatalog;
+  /** The provider HTTP pool (LLM_HTTP_*), closed with the runtime. */
+  readonly providerPool: ProviderHttpPool;
+  /** Remote tools per agent (MCP_AGENT_SERVERS). */
+  readonly mcp: McpToolset;
   /** Set when the worker stops accepting requests (shutdown). */
   readonly lifecycle: { draining: boolean };
   close(): Promise<void>;
@@ -32,10 +40,28 @@ export interface RuntimeOverrides {
 
 export async function buildRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
   const logger = overrides.logger ?? createLogger(config);
-  const model = createDefaultChatModel(config);
-  const checkpoints = await openCheckpointBackend(config);
+  const providerPool = createProviderHttpPool(config);
+  const cleanup: Array<() => Promise<void>> = [() => providerPool.close()];
+  const unwind = async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+  };
   try {
-    const registry = await buildAgentRegistry({ config, model, checkpointer: checkpoints.saver });
+    const models = createModelCatalog(config, providerPool);
+    const mcp = await loadMcpToolset(config);
+    cleanup.push(() => mcp.close());
+    const checkpoints = await openCheckpointBackend(config);
+    cleanup.push(() => checkpoints.close());
+    const registry = await buildAgentRegistry({
+      config,
+      model: models.default,
+      models,
+      checkpointer: checkpoints.saver,
+      toolsFor: mcp.toolsFor,
+    });
+    const strangers = mcp.unknownAgents(registry.agents.keys());
+    if (strangers.length) {
+      throw new McpToolsError(strangers.map((agent) => `MCP_AGENT_SERVERS names "${agent}", which is not a registered agent`));
+    }
     const locks =
       overrides.locks?.(config) ??
       new MemoryConversationLock({ waitMs: config.THREAD_QUEUE_TIMEOUT * 1000, maxWaiters: config.THREAD_QUEUE_MAX_WAITERS });
@@ -51,15 +77,20 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       locks,
       checkpoints,
       registry,
-      model,
+      model: models.default,
+      models,
+      providerPool,
+      mcp,
       lifecycle: { draining: false },
       close: async () => {
         await locks.close();
         await checkpoints.close();
+        await mcp.close();
+        await providerPool.close();
       },
     };
   } catch (error) {
-    await checkpoints.close();
+    await unwind();
     throw error;
   }
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { REQUEST_MODEL_KEY } from "../models/selection.ts";
 
 /**
  * Request and response shapes. The same schemas validate requests and generate the OpenAPI
@@ -13,11 +14,21 @@ export const contentBlockSchema = z
     z.strictObject({ type: z.literal("text"), text: z.string() }),
     z.strictObject({
       type: z.literal("image"),
-      url: z.string().min(1).optional(),
+      url: z
+        .string()
+        .min(1)
+        .regex(/^(https?:\/\/|data:)/i, { error: "must be an http(s) or data: URL" })
+        .optional(),
       data: z.string().min(1).optional(),
       mime_type: z.string().regex(/^image\/[\w.+-]+$/).optional(),
     }),
-    z.strictObject({ type: z.enum(["audio", "video", "file"]), data: z.string().min(1), mime_type: z.string().min(3) }),
+    z.strictObject({ type: z.enum(["audio", "video"]), data: z.string().min(1), mime_type: z.string().min(3) }),
+    z.strictObject({
+      type: z.literal("file"),
+      data: z.string().min(1),
+      mime_type: z.string().min(3),
+      filename: z.string().min(1).max(255).optional(),
+    }),
   ])
   .superRefine((block, ctx) => {
     if (block.type !== "image") return;
@@ -42,6 +53,7 @@ const FORBIDDEN_AGENT_CONFIG_KEYS = new Set([
   "checkpoint_map",
   "checkpointer",
   "run_id",
+  REQUEST_MODEL_KEY,
 ]);
 
 const agentConfigSchema = z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
@@ -74,6 +86,26 @@ export const streamRequestSchema = z
   .register(apiSchemas, { id: "StreamRequest" });
 export type StreamRequest = z.infer<typeof streamRequestSchema>;
 
+const resumeFields = {
+  thread_id: identifier.describe("The paused conversation."),
+  user_id: identifier.optional().describe("Same rules as on invoke."),
+  resume: z
+    .unknown()
+    .refine((v) => v !== undefined && v !== null, { error: "resume is required and may not be null" })
+    .describe("The value handed back to the interrupted graph: an answer, or for approvals {decisions: [{type: approve|edit|reject, ...}]}."),
+  interrupt_id: identifier.optional().describe("Which pending interrupt to resume; required when several are pending."),
+};
+
+export const resumeRequestSchema = z.strictObject(resumeFields).register(apiSchemas, { id: "ResumeRequest" });
+export type ResumeRequest = z.infer<typeof resumeRequestSchema>;
+
+export const resumeStreamRequestSchema = z
+  .strictObject({
+    ...resumeFields,
+    stream_tokens: z.boolean().default(true).describe("true: token events plus messages; false: complete messages only."),
+  })
+  .register(apiSchemas, { id: "ResumeStreamRequest" });
+
 export const chatMessageSchema = z
   .object({
     type: z.string().describe("ai, human, tool, system, or interrupt"),
@@ -91,6 +123,10 @@ export const chatMessageSchema = z
     ),
     tool_call_id: z.string().optional(),
     feedback_token: z.string().optional(),
+    interrupts: z
+      .array(z.object({ id: z.string(), value: z.unknown() }))
+      .optional()
+      .describe("On type `interrupt`: each pending interrupt's id and value; resume with POST /resume."),
   })
   .register(apiSchemas, { id: "ChatMessage" });
 export type ChatMessage = z.infer<typeof chatMessageSchema>;

@@ -1,0 +1,84 @@
+import { Agent, fetch as undiciFetch } from "undici";
+import type { Config } from "../config/schema.ts";
+
+/** The fetch signature the provider SDKs accept in their `fetch` option. */
+export type ProviderFetch = typeof globalThis.fetch;
+
+/**
+ * The worker's one HTTP client for model providers: an undici Agent (a pool per origin) built from
+ * LLM_HTTP_*, and a fetch bound to it that the OpenAI and Anthropic clients receive through their
+ * `fetch` option. Closed with the runtime; after LLM_HTTP_SHUTDOWN_TIMEOUT, open connections are
+ * destroyed instead of drained.
+ */
+export interface ProviderHttpPool {
+  readonly fetch: ProviderFetch;
+  /** The settings the pool was built with, in undici's units (milliseconds), for logs and tests. */
+  readonly settings: Readonly<PoolSettings>;
+  close(): Promise<void>;
+}
+
+export interface PoolSettings {
+  connectionsPerOrigin: number;
+  maxOrigins: number;
+  keepAliveTimeoutMs: number;
+  connectTimeoutMs: number;
+  readTimeoutMs: number;
+  shutdownTimeoutMs: number;
+}
+
+type PoolConfig = Pick<
+  Config,
+  | "LLM_HTTP_MAX_CONNECTIONS"
+  | "LLM_HTTP_KEEPALIVE_EXPIRY"
+  | "LLM_HTTP_CONNECT_TIMEOUT"
+  | "LLM_HTTP_READ_TIMEOUT"
+  | "LLM_HTTP_MAX_POOLS"
+  | "LLM_HTTP_SHUTDOWN_TIMEOUT"
+>;
+
+const ms = (seconds: number) => Math.max(1, Math.round(seconds * 1000));
+
+export function poolSettings(config: PoolConfig): PoolSettings {
+  return {
+    connectionsPerOrigin: config.LLM_HTTP_MAX_CONNECTIONS,
+    maxOrigins: config.LLM_HTTP_MAX_POOLS,
+    keepAliveTimeoutMs: ms(config.LLM_HTTP_KEEPALIVE_EXPIRY),
+    connectTimeoutMs: ms(config.LLM_HTTP_CONNECT_TIMEOUT),
+    readTimeoutMs: ms(config.LLM_HTTP_READ_TIMEOUT),
+    shutdownTimeoutMs: Math.round(config.LLM_HTTP_SHUTDOWN_TIMEOUT * 1000),
+  };
+}
+
+export function createProviderHttpPool(config: PoolConfig): ProviderHttpPool {
+  const settings = poolSettings(config);
+  const agent = new Agent({
+    connections: settings.connectionsPerOrigin,
+    maxOrigins: settings.maxOrigins,
+    keepAliveTimeout: settings.keepAliveTimeoutMs,
+    keepAliveMaxTimeout: settings.keepAliveTimeoutMs,
+    connect: { timeout: settings.connectTimeoutMs },
+    // Per-attempt inactivity: the wait for response headers, then between body chunks.
+    headersTimeout: settings.readTimeoutMs,
+    bodyTimeout: settings.readTimeoutMs,
+  });
+  const fetch = ((input: Parameters<ProviderFetch>[0], init?: RequestInit) =>
+    undiciFetch(input as never, { ...(init as object), dispatcher: agent } as never)) as unknown as ProviderFetch;
+
+  let closing: Promise<void> | undefined;
+  return {
+    fetch,
+    settings,
+    close: () => {
+      closing ??= (async () => {
+        let timer: NodeJS.Timeout | undefined;
+        const expired = new Promise<"expired">((resolve) => {
+          timer = setTimeout(() => resolve("expired"), settings.shutdownTimeoutMs);
+        });
+        const outcome = await Promise.race([agent.close().then(() => "closed" as const), expired]);
+        clearTimeout(timer);
+        if (outcome === "expired") await agent.destroy();
+      })();
+      return closing;
+    },
+  };
+}
