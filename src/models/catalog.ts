@@ -53,8 +53,12 @@ function invalid(detail: string): ApiError {
   return new ApiError("validation_failed", { detail });
 }
 
-export function createModelCatalog(config: Config, pool: Pick<ProviderHttpPool, "fetch">): ModelCatalog {
-  const defaults: ProviderDefaults = { fetch: pool.fetch, maxRetries: config.LLM_HTTP_MAX_RETRIES };
+export function createModelCatalog(config: Config, pool: Pick<ProviderHttpPool, "fetch" | "fetchWithTimeout">): ModelCatalog {
+  const defaults: ProviderDefaults = {
+    fetch: pool.fetch,
+    fetchWithTimeout: (seconds) => pool.fetchWithTimeout(seconds),
+    maxRetries: config.LLM_HTTP_MAX_RETRIES,
+  };
   const problems: string[] = [];
 
   const configured = new Map<string, BaseChatModel>();

@@ -8,6 +8,6 @@ import type { ProviderHttpPool } from "./http-pool.ts";
  * else MODEL_CONFIGS.default, else the provider variables with DEFAULT_MODEL. With none of them,
  * startup stops with a ConfigError saying what to set. The full set of models is the ModelCatalog.
  */
-export function createDefaultChatModel(config: Config, pool: Pick<ProviderHttpPool, "fetch">): BaseChatModel {
+export function createDefaultChatModel(config: Config, pool: Pick<ProviderHttpPool, "fetch" | "fetchWithTimeout">): BaseChatModel {
   return createModelCatalog(config, pool).default;
 }

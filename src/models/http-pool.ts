@@ -1,4 +1,4 @@
-import { Agent, fetch as undiciFetch } from "undici";
+import { Agent, fetch as undiciFetch, type Dispatcher } from "undici";
 import type { Config } from "../config/schema.ts";
 
 /** The fetch signature the provider SDKs accept in their `fetch` option. */
@@ -12,6 +12,11 @@ export type ProviderFetch = typeof globalThis.fetch;
  */
 export interface ProviderHttpPool {
   readonly fetch: ProviderFetch;
+  /**
+   * A fetch on the same pool whose per-attempt inactivity limit is `timeoutSeconds` instead of
+   * LLM_HTTP_READ_TIMEOUT: an explicit model timeout wins over the pool's.
+   */
+  fetchWithTimeout(timeoutSeconds: number): ProviderFetch;
   /** The settings the pool was built with, in undici's units (milliseconds), for logs and tests. */
   readonly settings: Readonly<PoolSettings>;
   close(): Promise<void>;
@@ -61,12 +66,21 @@ export function createProviderHttpPool(config: PoolConfig): ProviderHttpPool {
     headersTimeout: settings.readTimeoutMs,
     bodyTimeout: settings.readTimeoutMs,
   });
-  const fetch = ((input: Parameters<ProviderFetch>[0], init?: RequestInit) =>
-    undiciFetch(input as never, { ...(init as object), dispatcher: agent } as never)) as unknown as ProviderFetch;
+  const bind = (dispatcher: Dispatcher): ProviderFetch =>
+    ((input: Parameters<ProviderFetch>[0], init?: RequestInit) =>
+      undiciFetch(input as never, { ...(init as object), dispatcher } as never)) as unknown as ProviderFetch;
+  const fetch = bind(agent);
+  const fetchWithTimeout = (timeoutSeconds: number): ProviderFetch => {
+    const timeout = ms(timeoutSeconds);
+    return bind(
+      agent.compose((dispatch) => (options, handler) => dispatch({ ...options, headersTimeout: timeout, bodyTimeout: timeout }, handler)),
+    );
+  };
 
   let closing: Promise<void> | undefined;
   return {
     fetch,
+    fetchWithTimeout,
     settings,
     close: () => {
       closing ??= (async () => {

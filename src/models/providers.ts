@@ -1,6 +1,8 @@
 import { ChatAnthropic } from "@langchain/anthropic";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
 import type { BaseMessage, BaseMessageChunk } from "@langchain/core/messages";
+import type { ChatGenerationChunk } from "@langchain/core/outputs";
 import { ChatGoogleGenerativeAI } from "@langchain/google-genai";
 import { ChatOpenAI, ChatOpenAICompletions, type BaseChatOpenAIFields } from "@langchain/openai";
 import { FakeChatModel } from "./fake-chat-model.ts";
@@ -25,6 +27,8 @@ export interface ModelSpec {
 
 export interface ProviderDefaults {
   readonly fetch: ProviderFetch;
+  /** The pool's fetch with an explicit per-attempt inactivity limit (seconds). */
+  readonly fetchWithTimeout: (timeoutSeconds: number) => ProviderFetch;
   /** LLM_HTTP_MAX_RETRIES. */
   readonly maxRetries: number;
 }
@@ -38,13 +42,37 @@ const NO_SDK_TIMEOUT_MS = 24 * 60 * 60 * 1000;
 /** OpenAI-compatible servers without authentication still need a non-empty key in the SDK. */
 const KEYLESS_PLACEHOLDER = "unused";
 
+function fetchFor(spec: ModelSpec, defaults: ProviderDefaults): ProviderFetch {
+  return spec.timeout !== undefined ? defaults.fetchWithTimeout(spec.timeout) : defaults.fetch;
+}
+
 type RefusalCarrier = { additional_kwargs: Record<string, unknown> };
 
 /**
- * The chat-completions converter of @langchain/openai drops the `refusal` field; keep it in
- * additional_kwargs, where the API's message mapping reads it.
+ * Two gaps of @langchain/openai's chat-completions model, filled: its converter drops the `refusal`
+ * field (kept here in additional_kwargs, where the API's message mapping reads it), and a streamed
+ * completion aggregated for a streaming callback (LangGraph's token stream) loses `finish_reason`,
+ * which only travels in generationInfo (copied here onto the chunk's response_metadata).
  */
-class RefusalKeepingCompletions extends ChatOpenAICompletions {
+class CompletionsWithMetadata extends ChatOpenAICompletions {
+  override async *_streamResponseChunks(
+    messages: BaseMessage[],
+    options: this["ParsedCallOptions"],
+    runManager?: CallbackManagerForLLMRun,
+  ): AsyncGenerator<ChatGenerationChunk> {
+    for await (const chunk of super._streamResponseChunks(messages, options, runManager)) {
+      const info = chunk.generationInfo;
+      if (typeof info?.finish_reason === "string") {
+        chunk.message.response_metadata = {
+          ...chunk.message.response_metadata,
+          finish_reason: info.finish_reason,
+          ...(typeof info.model_name === "string" ? { model_name: info.model_name } : {}),
+        };
+      }
+      yield chunk;
+    }
+  }
+
   protected override _convertCompletionsMessageToBaseMessage(
     message: Parameters<ChatOpenAICompletions["_convertCompletionsMessageToBaseMessage"]>[0],
     rawResponse: Parameters<ChatOpenAICompletions["_convertCompletionsMessageToBaseMessage"]>[1],
@@ -74,9 +102,9 @@ function openAiModel(spec: ModelSpec, defaults: ProviderDefaults): BaseChatModel
     timeout: spec.timeout !== undefined ? spec.timeout * 1000 : NO_SDK_TIMEOUT_MS,
     maxRetries: spec.maxRetries ?? defaults.maxRetries,
     streamUsage: true,
-    configuration: { fetch: defaults.fetch, ...(spec.baseUrl ? { baseURL: spec.baseUrl } : {}) },
+    configuration: { fetch: fetchFor(spec, defaults), ...(spec.baseUrl ? { baseURL: spec.baseUrl } : {}) },
   };
-  return new ChatOpenAI({ ...fields, completions: new RefusalKeepingCompletions(fields) });
+  return new ChatOpenAI({ ...fields, completions: new CompletionsWithMetadata(fields) });
 }
 
 function anthropicModel(spec: ModelSpec, defaults: ProviderDefaults): BaseChatModel {
@@ -87,7 +115,7 @@ function anthropicModel(spec: ModelSpec, defaults: ProviderDefaults): BaseChatMo
     ...(spec.maxTokens !== undefined ? { maxTokens: spec.maxTokens } : {}),
     maxRetries: spec.maxRetries ?? defaults.maxRetries,
     clientOptions: {
-      fetch: defaults.fetch,
+      fetch: fetchFor(spec, defaults),
       timeout: spec.timeout !== undefined ? spec.timeout * 1000 : NO_SDK_TIMEOUT_MS,
       ...(spec.baseUrl ? { baseURL: spec.baseUrl } : {}),
     },
