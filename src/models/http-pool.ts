@@ -83,16 +83,28 @@ export function createProviderHttpPool(config: PoolConfig): ProviderHttpPool {
     fetchWithTimeout,
     settings,
     close: () => {
-      closing ??= (async () => {
-        let timer: NodeJS.Timeout | undefined;
-        const expired = new Promise<"expired">((resolve) => {
-          timer = setTimeout(() => resolve("expired"), settings.shutdownTimeoutMs);
-        });
-        const outcome = await Promise.race([agent.close().then(() => "closed" as const), expired]);
-        clearTimeout(timer);
-        if (outcome === "expired") await agent.destroy();
-      })();
+      closing ??= drainThenClose(agent, settings.shutdownTimeoutMs);
       return closing;
     },
   };
+}
+
+/** Requests running or queued on any origin's pool. */
+function busy(agent: Agent): boolean {
+  return Object.values(agent.stats).some((stats) => {
+    const s = stats as { running?: number; pending?: number; queued?: number };
+    return (s.running ?? 0) + (s.pending ?? 0) + (s.queued ?? 0) > 0;
+  });
+}
+
+/**
+ * Let in-flight provider calls finish for up to LLM_HTTP_SHUTDOWN_TIMEOUT, then close; past it,
+ * destroy the connections (their calls fail). undici's own close() cannot be cut short once called,
+ * so the wait is done here by watching the pool's counters.
+ */
+async function drainThenClose(agent: Agent, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (busy(agent) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+  if (busy(agent)) await agent.destroy(new Error("the provider HTTP pool was shut down"));
+  else await agent.close();
 }
