@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { FakeChatModel } from "../../src/models/fake-chat-model.ts";
+import type { FakeChatModel } from "../../src/models/fake-chat-model.ts";
 import { call, startService, type RunningService } from "../helpers/service.ts";
 import { closedPort, parseEvents } from "../fixtures/providers/events.ts";
 import { startHttpMcpServer, type HttpMcpServer } from "../fixtures/mcp/http-server.ts";
