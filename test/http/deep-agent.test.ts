@@ -4,6 +4,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import pg from "pg";
 import { storageKey } from "../../src/auth/storage-key.ts";
 import { FakeChatModel } from "../../src/models/fake-chat-model.ts";
 import { call, startService, type RunningService } from "../helpers/service.ts";
@@ -23,21 +24,32 @@ function toolNodeNames(service: RunningService, agent: string): string[] {
   return (graph.nodes.tools?.bound?.tools ?? []).map((t) => t.name).sort();
 }
 
-describe("deep-agent", { concurrency: false }, () => {
+const DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test";
+
+for (const backend of ["filedb", "serverdb"] as const) describe(`deep-agent (${backend})`, { concurrency: false }, () => {
   let service: RunningService;
   let dir: string;
+  const schema = `deep_agent_${process.pid}_${Date.now()}`;
 
   before(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "agenthost-deep-agent-"));
     service = await startService({
       AGENT_PATHS: JSON.stringify([`${FIXTURE}:scriptedDeepAgent`]),
-      MEMORY_BACKEND: "filedb",
-      FILEDB_DB_PATH: path.join(dir, "checkpoints.sqlite"),
+      MEMORY_BACKEND: backend,
+      ...(backend === "filedb"
+        ? { FILEDB_DB_PATH: path.join(dir, "checkpoints.sqlite") }
+        : { DATABASE_URL, SERVERDB_SCHEMA: schema }),
     });
   });
   after(async () => {
     await service?.close();
     fs.rmSync(dir, { recursive: true, force: true });
+    if (backend === "serverdb") {
+      const client = new pg.Client({ connectionString: DATABASE_URL });
+      await client.connect();
+      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await client.end();
+    }
   });
 
   test("its tools are exactly the spec's list plus the subagent tool: no execute, no delete", async () => {
