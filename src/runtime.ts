@@ -5,6 +5,10 @@ import { MemoryConversationLock } from "./admission/locks/memory-lock.ts";
 import { buildAgentRegistry, type AgentRegistry } from "./agents/registry.ts";
 import { createAuthenticator, type Authenticator } from "./auth/principal.ts";
 import { openCheckpointBackend, type CheckpointBackend } from "./checkpoints/backend.ts";
+import { withHistoryIndex } from "./checkpoints/history-backend.ts";
+import { createFeedbackDelivery, type FeedbackDelivery } from "./feedback/delivery.ts";
+import { createObservabilityBackend, type ObservabilityBackend } from "./observability/backends/index.ts";
+import { attachTracing } from "./observability/backends/instrument.ts";
 import type { Config } from "./config/schema.ts";
 import { loadMcpToolset, McpToolsError, type McpToolset } from "./agents/mcp-tools.ts";
 import { createModelCatalog, type ModelCatalog } from "./models/catalog.ts";
@@ -27,6 +31,10 @@ export interface Runtime {
   readonly providerPool: ProviderHttpPool;
   /** Remote tools per agent (MCP_AGENT_SERVERS). */
   readonly mcp: McpToolset;
+  /** Tracing and feedback target (OBSERVABILITY_BACKEND). */
+  readonly observability: ObservabilityBackend;
+  /** How feedback reaches the backend: inline, through the BullMQ queue, or nowhere. */
+  readonly feedback: FeedbackDelivery;
   /** Set when the worker stops accepting requests (shutdown). */
   readonly lifecycle: { draining: boolean };
   close(): Promise<void>;
@@ -36,11 +44,14 @@ export interface RuntimeOverrides {
   readonly logger?: Logger;
   /** The lock implementation; defaults to the in-process lock. */
   readonly locks?: (config: Config) => ConversationLock;
+  /** Run the feedback queue consumer in this process (default true; workers/jobs.ts runs it alone). */
+  readonly consumeFeedbackQueue?: boolean;
 }
 
 export async function buildRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
   const logger = overrides.logger ?? createLogger(config);
   const providerPool = createProviderHttpPool(config);
+  // Undone in reverse order if startup fails part-way.
   const cleanup: Array<() => Promise<void>> = [() => providerPool.close()];
   const unwind = async () => {
     for (const step of cleanup.reverse()) await step().catch(() => {});
@@ -49,7 +60,12 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     const models = createModelCatalog(config, providerPool);
     const mcp = await loadMcpToolset(config);
     cleanup.push(() => mcp.close());
-    const checkpoints = await openCheckpointBackend(config);
+    const checkpoints = await openCheckpointBackend(config).then((backend) =>
+      withHistoryIndex(backend, config, (err) => logger.warn({ err }, "history index write failed")).catch(async (error: unknown) => {
+        await backend.close();
+        throw error;
+      }),
+    );
     cleanup.push(() => checkpoints.close());
     const registry = await buildAgentRegistry({
       config,
@@ -62,6 +78,10 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     if (strangers.length) {
       throw new McpToolsError(strangers.map((agent) => `MCP_AGENT_SERVERS names "${agent}", which is not a registered agent`));
     }
+    const observability = createObservabilityBackend(config);
+    cleanup.push(() => observability.close());
+    attachTracing(registry, observability);
+    const feedback = createFeedbackDelivery(config, observability, logger, { consume: overrides.consumeFeedbackQueue ?? true });
     const locks =
       overrides.locks?.(config) ??
       new MemoryConversationLock({ waitMs: config.THREAD_QUEUE_TIMEOUT * 1000, maxWaiters: config.THREAD_QUEUE_MAX_WAITERS });
@@ -81,8 +101,12 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       models,
       providerPool,
       mcp,
+      observability,
+      feedback,
       lifecycle: { draining: false },
       close: async () => {
+        await feedback.close();
+        await observability.close();
         await locks.close();
         await checkpoints.close();
         await mcp.close();

@@ -5,6 +5,9 @@ import type { CompiledStateGraph } from "@langchain/langgraph";
 import type { Config } from "../config/schema.ts";
 import type { ModelCatalog } from "../models/catalog.ts";
 
+/** For agents that declare `supportsModelSelection`: the request's model, picked at call time. */
+export { requestModel, requestModelMiddleware } from "../models/selection.ts";
+
 /**
  * A compiled LangGraph graph whose state has a `messages` channel. The service only needs the
  * Pregel surface (invoke, stream, getState, updateState) and a settable checkpointer.

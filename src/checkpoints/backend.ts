@@ -6,6 +6,7 @@ import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph-chec
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import type { Config } from "../config/schema.ts";
+import { withSetupLock } from "./pg-setup-lock.ts";
 
 export type BackendKind = Config["MEMORY_BACKEND"];
 
@@ -81,7 +82,8 @@ async function openServerBackend(connectionString: string, schema: string): Prom
   // An idle client losing its connection must not crash the worker; the next query reports it.
   pool.on("error", () => {});
   const saver = new PostgresSaver(pool, undefined, { schema });
-  await setupSchemaOnce(pool, saver, schema);
+  // The saver's migrations run under the lock; they use their own pooled connection.
+  await withSetupLock(pool, `agenthost:setup:${schema}`, () => saver.setup());
   return {
     kind: "serverdb",
     saver,
@@ -91,23 +93,4 @@ async function openServerBackend(connectionString: string, schema: string): Prom
     saturated: () => pool.totalCount >= SERVERDB_POOL_SIZE && pool.idleCount === 0 && pool.waitingCount > 0,
     close: () => pool.end(),
   };
-}
-
-/**
- * Run the saver's migrations under a transaction-scoped advisory lock, so workers and hosts that
- * start together do not race on CREATE SCHEMA / CREATE TABLE.
- */
-async function setupSchemaOnce(pool: pg.Pool, saver: PostgresSaver, schema: string): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
-    await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`agenthost:setup:${schema}`]);
-    await saver.setup();
-    await client.query("COMMIT");
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
 }

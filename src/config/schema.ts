@@ -165,7 +165,11 @@ export const configShape = {
   REQUEST_MAX_BYTES: int(20 * 1024 * 1024, 1024),
   THREAD_QUEUE_TIMEOUT: seconds(0),
   THREAD_QUEUE_MAX_WAITERS: int(32, 0, 100_000),
+  STREAM_KEEPALIVE_INTERVAL: seconds(15, 0.01),
   REDIS_URL: text(),
+  REDIS_KEY_PREFIX: z.preprocess(unsetIfEmpty, z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, { error: "must be 1-64 letters, digits, _ . -" }).default("agenthost")),
+  FEEDBACK_MAX_ATTEMPTS: int(12, 1, 100),
+  FEEDBACK_RETRY_DELAY: seconds(2, 0.01),
 
   // Provider HTTP pool (LLM_HTTP_*)
   LLM_HTTP_MAX_CONNECTIONS: int(1000, 1),

@@ -5,6 +5,8 @@
 export const errorCatalogue = {
   unauthenticated: { status: 401, detail: "Missing or invalid bearer token." },
   forbidden_user: { status: 403, detail: "This token may not act for the requested user_id." },
+  feedback_proof_required: { status: 403, code: "feedback_proof_required", detail: "Feedback from this token needs the run's feedback_token." },
+  feedback_proof_invalid: { status: 403, code: "feedback_proof_invalid", detail: "The feedback_token was not issued for this user, agent and run." },
   not_found: { status: 404, detail: "Not found." },
   unknown_agent: { status: 404, detail: "No agent with this name is registered." },
   conversation_busy: { status: 409, code: "conversation_busy", detail: "The conversation is busy with another request; retry when it finishes." },
@@ -15,6 +17,8 @@ export const errorCatalogue = {
   shutting_down: { status: 503, code: "shutting_down", detail: "The service is shutting down; retry on another instance." },
   database_unavailable: { status: 503, code: "database_unavailable", detail: "The checkpoint database is unavailable." },
   lock_unavailable: { status: 503, code: "lock_unavailable", detail: "The conversation lock service is unavailable." },
+  feedback_signing_unavailable: { status: 503, code: "feedback_signing_unavailable", detail: "Feedback from this token needs FEEDBACK_SIGNING_SECRET, which the service does not have." },
+  feedback_unavailable: { status: 503, code: "feedback_unavailable", detail: "The observability backend did not accept the feedback; retry later." },
   request_timeout: { status: 504, code: "request_timeout", detail: "The request deadline expired before the run finished." },
   model_authentication_failed: { status: 503, code: "model_authentication_failed", detail: "The model provider rejected the service's credentials; an operator must fix the model configuration." },
   model_rate_limited: { status: 429, code: "model_rate_limited", detail: "The model provider's rate limit was reached; retry later." },

@@ -5,7 +5,9 @@ import { authenticate } from "./middleware/authenticate.ts";
 import { errorHandler, notFound } from "./middleware/errors.ts";
 import { requestContext } from "./middleware/request-context.ts";
 import { docsRoutes } from "./routes/docs.ts";
+import { feedbackRoutes } from "./routes/feedback.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { historyRoutes } from "./routes/history.ts";
 import { infoRoutes } from "./routes/info.ts";
 import { resumeRoutes } from "./routes/resume.ts";
 import { runRoutes } from "./routes/runs.ts";
@@ -34,6 +36,8 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): Express {
   app.use(infoRoutes(runtime));
   app.use(resumeRoutes(runtime));
   app.use(runRoutes(runtime));
+  app.use(historyRoutes(runtime));
+  app.use(feedbackRoutes(runtime));
   app.use(notFound);
   app.use(errorHandler());
   return app;

@@ -80,6 +80,63 @@ const agentOperations: Record<string, Record<string, Operation>> = {
       },
     },
   },
+  "/{agent_id}/history": {
+    get: {
+      summary: "One page of a conversation's messages (reads take no conversation lock)",
+      tags: ["history"],
+      parameters: [
+        { name: "thread_id", in: "query", required: true, schema: { type: "string" }, description: "The conversation; a user_id alone selects nothing." },
+        { name: "user_id", in: "query", required: false, schema: { type: "string" }, description: "Trusted callers: any user. Token users: omit or their own id." },
+        { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 1000, default: 100 }, description: "Page size; HISTORY_MAX_PAGE_SIZE may lower the maximum." },
+        { name: "offset", in: "query", required: false, schema: { type: "integer", minimum: 0, default: 0 } },
+      ],
+      responses: {
+        "200": { description: "Messages in order, run_id null, no feedback proofs; follow next_offset until null", content: json("HistoryPage") },
+        ...standardErrors,
+      },
+    },
+  },
+  "/{agent_id}/history/add_messages": {
+    post: {
+      summary: "Append messages to a conversation without running the agent",
+      tags: ["history"],
+      requestBody: { required: true, content: json("AddMessagesRequest") },
+      responses: {
+        "201": { description: "Appended as a new checkpoint", content: json("AddMessagesResponse") },
+        "409": errorResponse("Conversation busy, or its queue wait expired"),
+        ...standardErrors,
+      },
+    },
+  },
+  "/{agent_id}/history/clear": {
+    delete: {
+      summary: "Delete every checkpoint, blob and pending write of a conversation (body or query parameters)",
+      tags: ["history"],
+      parameters: [
+        { name: "thread_id", in: "query", required: false, schema: { type: "string" }, description: "Instead of the body's thread_id." },
+        { name: "user_id", in: "query", required: false, schema: { type: "string" }, description: "Instead of the body's user_id." },
+      ],
+      requestBody: { required: false, content: json("ClearHistoryRequest") },
+      responses: {
+        "200": { description: "Cleared", content: json("ClearHistoryResponse") },
+        "409": errorResponse("Conversation busy, or its queue wait expired"),
+        ...standardErrors,
+      },
+    },
+  },
+  "/{agent_id}/feedback": {
+    post: {
+      summary: "Record feedback on a run; it goes to the observability backend",
+      tags: ["feedback"],
+      requestBody: { required: true, content: json("FeedbackRequest") },
+      responses: {
+        "201": { description: "Delivered, queued, or skipped (no backend)", content: json("FeedbackResponse") },
+        ...standardErrors,
+        "403": errorResponse("The token may not act for user_id, or the feedback proof is missing, altered or made for another user, agent or run"),
+        "503": errorResponse("Worker full, FEEDBACK_SIGNING_SECRET unset for a non-trusted token, or the backend/queue did not accept the feedback"),
+      },
+    },
+  },
 };
 
 const resumeErrors = {

@@ -151,6 +151,76 @@ export const infoResponseSchema = z
   })
   .register(apiSchemas, { id: "Info" });
 
+export const historyPageSchema = z
+  .object({
+    messages: z.array(chatMessageSchema),
+    total: z.number().int().describe("Messages in the conversation"),
+    next_offset: z.number().int().nullable().describe("Offset of the next page; null on the last page"),
+  })
+  .register(apiSchemas, { id: "HistoryPage" });
+export type HistoryPage = z.infer<typeof historyPageSchema>;
+
+const usageMetadataSchema = z
+  .object({ input_tokens: z.number().int().min(0), output_tokens: z.number().int().min(0), total_tokens: z.number().int().min(0) })
+  .passthrough();
+
+export const messageInputSchema = z
+  .discriminatedUnion("type", [
+    z.strictObject({ type: z.literal("human"), content: messageContentSchema }),
+    z.strictObject({ type: z.literal("system"), content: messageContentSchema }),
+    z.strictObject({
+      type: z.literal("ai"),
+      content: z.union([z.string(), z.array(contentBlockSchema)]),
+      usage_metadata: usageMetadataSchema.nullable().optional(),
+      response_metadata: z.record(z.string(), z.unknown()).optional(),
+    }),
+    z.strictObject({ type: z.literal("tool"), content: messageContentSchema, tool_call_id: identifier }),
+  ])
+  .register(apiSchemas, { id: "MessageInput" });
+export type MessageInput = z.infer<typeof messageInputSchema>;
+
+const conversationFields = {
+  thread_id: identifier.describe("The conversation (required)."),
+  user_id: identifier.optional().describe("The conversation's owner: trusted callers only; token users omit it or name themselves."),
+};
+
+export const addMessagesRequestSchema = z
+  .strictObject({ ...conversationFields, messages: z.array(messageInputSchema).min(1).max(10_000) })
+  .register(apiSchemas, { id: "AddMessagesRequest" });
+
+export const addMessagesResponseSchema = z
+  .object({ thread_id: z.string(), added: z.number().int(), total: z.number().int() })
+  .register(apiSchemas, { id: "AddMessagesResponse" });
+
+export const clearHistoryRequestSchema = z.strictObject(conversationFields).register(apiSchemas, { id: "ClearHistoryRequest" });
+
+export const clearHistoryResponseSchema = z
+  .object({ thread_id: z.string(), cleared: z.literal(true) })
+  .register(apiSchemas, { id: "ClearHistoryResponse" });
+
+export const feedbackRequestSchema = z
+  .object({
+    run_id: z.uuid({ error: "must be the run_id of a run (a UUID)" }),
+    key: z.string().min(1).max(256),
+    score: z.number().finite(),
+    user_id: identifier.optional(),
+    feedback_token: z.string().min(1).max(512).optional().describe("The run's proof; required for every principal but the trusted shared secret."),
+    comment: z.string().max(10_000).optional(),
+  })
+  .catchall(z.unknown())
+  .describe("Other fields are ordinary metadata; they cannot change the run, user, trace, observation or record id.")
+  .register(apiSchemas, { id: "FeedbackRequest" });
+export type FeedbackRequest = z.infer<typeof feedbackRequestSchema>;
+
+export const feedbackResponseSchema = z
+  .object({
+    feedback_id: z.string(),
+    run_id: z.string(),
+    key: z.string(),
+    delivery: z.enum(["delivered", "queued", "skipped"]).describe("skipped: OBSERVABILITY_BACKEND=empty"),
+  })
+  .register(apiSchemas, { id: "FeedbackResponse" });
+
 /** Render zod issues as one readable line for `detail`. */
 export function describeIssues(error: z.ZodError): string {
   return error.issues

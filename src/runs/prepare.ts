@@ -61,7 +61,8 @@ export function runEnvelope(
       recursionLimit: request.recursion_limit ?? config.DEFAULT_RECURSION_LIMIT,
       durability: config.CHECKPOINT_DURABILITY,
       configurable: { ...configurable, thread_id: key, user_id: userId },
-      metadata: { agent_id: agent.name, run_id: runId },
+      // Tracing reads the run's identity from here: user and the public thread id (never the storage key).
+      metadata: { agent_id: agent.name, run_id: runId, user_id: userId, thread_id: threadId },
     },
   };
 }

@@ -12,8 +12,6 @@ import { principalOf, scopeOf, signalOf } from "../request-scope.ts";
 import { describeIssues, invokeRequestSchema, streamRequestSchema, type StreamEvent } from "../schemas.ts";
 import type { z } from "zod";
 
-const KEEPALIVE_MS = 15_000;
-
 /** Resolve `{/:agentId}`: the named agent, or the default agent when the segment is absent. */
 export function agentOf(runtime: Runtime, req: Request, res: Response): RegisteredAgent {
   const requested = req.params.agentId;
@@ -153,7 +151,7 @@ export async function respondStream(
   });
   res.flushHeaders();
   const keepalive = framing.keepalive
-    ? setInterval(() => void write(res, framing.keepalive!), KEEPALIVE_MS)
+    ? setInterval(() => void write(res, framing.keepalive!), runtime.config.STREAM_KEEPALIVE_INTERVAL * 1000)
     : undefined;
   try {
     for await (const event of streamRun(run, signal, { tokens })) {

@@ -1,0 +1,93 @@
+import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
+import {
+  copyCheckpoint,
+  emptyCheckpoint,
+  uuid6,
+  type BaseCheckpointSaver,
+  type CheckpointMetadata,
+} from "@langchain/langgraph-checkpoint";
+import type { RegisteredAgent } from "../agents/agent.ts";
+import { ApiError } from "../errors/api-error.ts";
+import { IndexedSaver } from "./history-index.ts";
+
+/** One page of a conversation's stored messages and how many it holds. */
+export interface StoredPage {
+  readonly messages: BaseMessage[];
+  readonly total: number;
+}
+
+function saverOf(agent: RegisteredAgent): BaseCheckpointSaver {
+  const saver = agent.graph.checkpointer;
+  if (!saver || typeof saver === "boolean") throw new Error(`agent "${agent.name}" has no checkpointer`);
+  return saver;
+}
+
+/** Keep only real messages: a malformed entry in state must not break a read. */
+function onlyMessages(values: unknown[]): BaseMessage[] {
+  return values.filter((value): value is BaseMessage => isBaseMessage(value));
+}
+
+/**
+ * Messages [offset, offset + limit) of a conversation. The message index answers without reviving
+ * the rest of the thread; when it cannot (see IndexedSaver.readPage), the graph's getState does.
+ */
+export async function readHistoryPage(agent: RegisteredAgent, storageKey: string, offset: number, limit: number): Promise<StoredPage> {
+  const saver = saverOf(agent);
+  if (saver instanceof IndexedSaver) {
+    const page = await saver.readPage(storageKey, offset, limit);
+    if (page) return { messages: onlyMessages(page.messages), total: page.total };
+  }
+  const state = await agent.graph.getState({ configurable: { thread_id: storageKey } });
+  const all: unknown = (state.values as { messages?: unknown } | undefined)?.messages;
+  const list = Array.isArray(all) ? (all as unknown[]) : [];
+  return { messages: onlyMessages(list.slice(offset, offset + limit)), total: list.length };
+}
+
+interface MessagesChannel {
+  fromCheckpoint(value: unknown): { update(values: unknown[]): boolean; checkpoint(): unknown };
+}
+
+function messagesChannelOf(agent: RegisteredAgent): MessagesChannel {
+  const channel = (agent.graph.channels as Record<string, unknown>).messages as Partial<MessagesChannel> & { lc_graph_name?: string } | undefined;
+  if (!channel || typeof channel.fromCheckpoint !== "function" || channel.lc_graph_name === "DeltaChannel") {
+    throw new ApiError("validation_failed", { detail: `Agent "${agent.name}" has no messages list to append to.` });
+  }
+  return channel as MessagesChannel;
+}
+
+/**
+ * Append messages to a conversation without running the agent: one new checkpoint whose
+ * `messages` channel is the old list combined with the new messages through the graph's own
+ * reducer. No node is credited with the update, so no node becomes due: the conversation stays
+ * idle and the next run starts from the new list. Returns the list's new length.
+ */
+export async function appendMessages(agent: RegisteredAgent, storageKey: string, messages: BaseMessage[]): Promise<number> {
+  const saver = saverOf(agent);
+  const channelSpec = messagesChannelOf(agent);
+  const base = { configurable: { thread_id: storageKey, checkpoint_ns: "" } };
+  const saved = await saver.getTuple(base);
+  const checkpoint = saved ? copyCheckpoint(saved.checkpoint) : emptyCheckpoint();
+
+  const channel = channelSpec.fromCheckpoint(checkpoint.channel_values.messages);
+  channel.update([messages]);
+  const value = channel.checkpoint();
+  const version = saver.getNextVersion(checkpoint.channel_versions.messages as number | undefined);
+
+  const step = typeof saved?.metadata?.step === "number" ? saved.metadata.step + 1 : -1;
+  checkpoint.id = uuid6(step);
+  checkpoint.ts = new Date().toISOString();
+  checkpoint.channel_values = { ...checkpoint.channel_values, messages: value };
+  checkpoint.channel_versions = { ...checkpoint.channel_versions, messages: version };
+  const metadata: CheckpointMetadata = {
+    source: "update",
+    step,
+    parents: saved?.metadata?.parents ?? {},
+  };
+  await saver.put(saved?.config ?? base, checkpoint, metadata, { messages: version });
+  return Array.isArray(value) ? value.length : messages.length;
+}
+
+/** Delete every checkpoint, blob, pending write and index row of the conversation, in every namespace. */
+export async function clearHistory(agent: RegisteredAgent, storageKey: string): Promise<void> {
+  await saverOf(agent).deleteThread(storageKey);
+}

@@ -1,0 +1,74 @@
+import type { Config } from "../config/schema.ts";
+import { ApiError } from "../errors/api-error.ts";
+import type { Logger } from "../observability/logger.ts";
+import { DELIVERY_TIMEOUT_MS, type FeedbackRecord, type ObservabilityBackend } from "../observability/backends/types.ts";
+import { openFeedbackQueue, startFeedbackWorker, type FeedbackQueue, type FeedbackWorker } from "./queue.ts";
+
+export type DeliveryOutcome = "delivered" | "queued" | "skipped";
+
+/** How feedback reaches the observability backend. */
+export interface FeedbackDelivery {
+  readonly mode: "none" | "inline" | "queue";
+  /** Resolves once the feedback is safe (delivered or queued); throws ApiError 503 otherwise. */
+  submit(record: FeedbackRecord, signal: AbortSignal, logger: Logger): Promise<DeliveryOutcome>;
+  close(): Promise<void>;
+}
+
+export interface DeliveryOptions {
+  /** Run the queue consumer in this process (default true when the queue is used). */
+  readonly consume?: boolean;
+}
+
+/**
+ * - OBSERVABILITY_BACKEND=empty: nothing to deliver to; feedback is acknowledged ("skipped").
+ * - REDIS_URL set: a BullMQ job per feedback; the consumer retries through backend outages.
+ *   Each HTTP worker also runs a consumer unless told not to (workers/jobs.ts runs one alone).
+ * - otherwise inline: the request waits for the backend; a failure answers 503 so the caller
+ *   knows to retry (nothing is dropped silently).
+ */
+export function createFeedbackDelivery(
+  config: Config,
+  backend: ObservabilityBackend,
+  logger: Logger,
+  options: DeliveryOptions = {},
+): FeedbackDelivery {
+  if (backend.kind === "empty") {
+    return { mode: "none", submit: async () => "skipped", close: async () => {} };
+  }
+  if (config.REDIS_URL) {
+    const queue: FeedbackQueue = openFeedbackQueue(config);
+    const worker: FeedbackWorker | undefined = options.consume === false ? undefined : startFeedbackWorker(config, backend, logger);
+    return {
+      mode: "queue",
+      async submit(record, _signal, requestLogger) {
+        try {
+          await queue.add(record);
+        } catch (error) {
+          requestLogger.warn({ feedback_id: record.id, run_id: record.runId, err_type: (error as Error).name }, "feedback queue unavailable");
+          throw new ApiError("feedback_unavailable", { detail: "The feedback queue is unavailable; retry later." });
+        }
+        return "queued";
+      },
+      async close() {
+        await worker?.close();
+        await queue.close();
+      },
+    };
+  }
+  return {
+    mode: "inline",
+    async submit(record, signal, requestLogger) {
+      try {
+        await backend.sendFeedback(record, AbortSignal.any([signal, AbortSignal.timeout(DELIVERY_TIMEOUT_MS)]));
+      } catch (error) {
+        requestLogger.warn(
+          { feedback_id: record.id, run_id: record.runId, backend: backend.kind, err_type: (error as Error)?.name },
+          "feedback delivery failed",
+        );
+        throw new ApiError("feedback_unavailable");
+      }
+      return "delivered";
+    },
+    close: async () => {},
+  };
+}

@@ -1,0 +1,102 @@
+import { existsSync } from "node:fs";
+import Database from "better-sqlite3";
+import { MaintenanceRefusal } from "./refusal.ts";
+import type { CheckpointStore, CheckpointTime, TableLayout } from "./store.ts";
+import { CHUNK_TABLE, INDEX_TABLE } from "../checkpoints/history-index-stores.ts";
+
+/** The SqliteSaver's tables (@langchain/langgraph-checkpoint-sqlite): `writes` is missing in older files. */
+export const FILEDB_LAYOUT: TableLayout = { checkpoints: "checkpoints", required: ["checkpoints"], optional: ["writes", INDEX_TABLE, CHUNK_TABLE] };
+
+const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/**
+ * Open the service's SQLite file. It must exist: a mistyped path must not create an empty database.
+ * A dry run opens it read-only. A write transaction is BEGIN IMMEDIATE, so it waits at most
+ * `busyTimeoutMs` for a writer still running and then refuses.
+ */
+export function openFiledbStore(path: string, options: { readonly: boolean; busyTimeoutMs?: number }): CheckpointStore {
+  if (!existsSync(path)) throw new MaintenanceRefusal(`file database ${JSON.stringify(path)} does not exist`);
+  let db: Database.Database;
+  try {
+    db = new Database(path, { fileMustExist: true, readonly: options.readonly, timeout: options.busyTimeoutMs ?? 5000 });
+  } catch (error) {
+    throw new MaintenanceRefusal(`cannot open file database ${JSON.stringify(path)}: ${(error as Error).message}`);
+  }
+
+  const store: CheckpointStore = {
+    backend: "filedb",
+    layout: FILEDB_LAYOUT,
+    describe: { filedb_path: path },
+
+    async transaction(mode, fn) {
+      db.exec(mode === "write" ? "BEGIN IMMEDIATE" : "BEGIN");
+      try {
+        const result = await fn();
+        db.exec(mode === "write" ? "COMMIT" : "ROLLBACK");
+        return result;
+      } catch (error) {
+        if (db.inTransaction) db.exec("ROLLBACK");
+        throw error;
+      }
+    },
+
+    async existingTables(names) {
+      const rows = db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .all() as Array<{ name: string }>;
+      const present = new Set(rows.map((r) => r.name));
+      return new Set(names.filter((n) => present.has(n)));
+    },
+
+    async lockForWrite() {
+      // BEGIN IMMEDIATE already holds the database's write lock.
+    },
+
+    async threadIds(table) {
+      const rows = db.prepare(`SELECT DISTINCT thread_id FROM ${quote(table)}`).pluck().all() as string[];
+      return rows;
+    },
+
+    async countRows(table, threadIds) {
+      const stmt = db.prepare(`SELECT count(*) FROM ${quote(table)} WHERE thread_id = ?`).pluck();
+      const counts = new Map<string, number>();
+      for (const id of threadIds) {
+        const n = stmt.get(id) as number;
+        if (n > 0) counts.set(id, n);
+      }
+      return counts;
+    },
+
+    async canonicalCheckpointTimes() {
+      // The saver stores the checkpoint as its serializer's bytes; type 'json' is JSON text with `ts`.
+      const rows = db
+        .prepare(
+          `SELECT thread_id, checkpoint_ns, checkpoint_id,
+                  CASE WHEN type = 'json' AND json_valid(CAST(checkpoint AS TEXT))
+                       THEN json_extract(CAST(checkpoint AS TEXT), '$.ts') END AS ts
+             FROM ${quote(FILEDB_LAYOUT.checkpoints)}
+            WHERE substr(thread_id, 1, 7) = 'lat:v1:'`,
+        )
+        .all() as Array<{ thread_id: string; checkpoint_ns: string; checkpoint_id: string; ts: unknown }>;
+      return rows.map(
+        (r): CheckpointTime => ({ threadId: r.thread_id, checkpointNs: r.checkpoint_ns, checkpointId: r.checkpoint_id, ts: r.ts }),
+      );
+    },
+
+    async renameThread(table, from, to) {
+      return db.prepare(`UPDATE ${quote(table)} SET thread_id = ? WHERE thread_id = ?`).run(to, from).changes;
+    },
+
+    async deleteThreads(table, threadIds) {
+      const stmt = db.prepare(`DELETE FROM ${quote(table)} WHERE thread_id = ?`);
+      let deleted = 0;
+      for (const id of threadIds) deleted += stmt.run(id).changes;
+      return deleted;
+    },
+
+    async close() {
+      db.close();
+    },
+  };
+  return store;
+}

@@ -1,0 +1,47 @@
+/**
+ * What migration and retention need from a checkpoint database, so the rules are written once and
+ * each backend (filedb-store.ts, serverdb-store.ts) only holds its SQL.
+ */
+
+/** The saver's tables: the checkpoint table, the other required tables, and tables older schemas may lack. */
+export interface TableLayout {
+  readonly checkpoints: string;
+  readonly required: readonly string[];
+  readonly optional: readonly string[];
+}
+
+/** One checkpoint's timestamp as stored: a string when well formed, anything else when not. */
+export interface CheckpointTime {
+  readonly threadId: string;
+  readonly checkpointNs: string;
+  readonly checkpointId: string;
+  /** The checkpoint's `ts` field; null or undefined when missing or unreadable. */
+  readonly ts: unknown;
+}
+
+export interface CheckpointStore {
+  readonly backend: "filedb" | "serverdb";
+  readonly layout: TableLayout;
+  /** Extra facts for the report, e.g. the schema. */
+  readonly describe: Readonly<Record<string, string>>;
+  /**
+   * Run `fn` in one transaction. "read" always rolls back (a dry run changes nothing); "write" commits
+   * when `fn` resolves and rolls back when it throws.
+   */
+  transaction<T>(mode: "read" | "write", fn: () => Promise<T>): Promise<T>;
+  /** Which of `names` exist. */
+  existingTables(names: readonly string[]): Promise<Set<string>>;
+  /** Keep other writers out of `tables` until the transaction ends. Write transactions only. */
+  lockForWrite(tables: readonly string[]): Promise<void>;
+  /** Every distinct thread id in `table`. */
+  threadIds(table: string): Promise<string[]>;
+  /** Rows per thread id in `table`, for the given ids; ids without rows are absent. */
+  countRows(table: string, threadIds: readonly string[]): Promise<Map<string, number>>;
+  /** The timestamp of every checkpoint whose thread id starts with `lat:v1:`. */
+  canonicalCheckpointTimes(): Promise<CheckpointTime[]>;
+  /** Rewrite the thread id of every row of `from` in `table`; returns the rows changed. */
+  renameThread(table: string, from: string, to: string): Promise<number>;
+  /** Delete every row of the given threads in `table`; returns the rows deleted. */
+  deleteThreads(table: string, threadIds: readonly string[]): Promise<number>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,207 @@
+// The chat page's server over HTTP, in front of a scripted agenthost: what it forwards (token, user
+// id, thread), what it gives the browser (no token, user id or proof), how failures reach the
+// browser, and the checks that keep other sites from using its token.
+import assert from "node:assert/strict";
+import { after, afterEach, before, test } from "node:test";
+import { FeedbackTokens } from "../../src/ui/feedback-tokens.ts";
+import { startChatServer } from "../../src/ui/server.ts";
+import { aiMessage, INFO, sendJson, sleep, sseFrame, startScriptedServer, startSse, type ScriptedServer } from "../client/scripted-server.ts";
+
+const TOKEN = "page-token-5e1f";
+const USER = "page-user-77";
+
+let upstream: ScriptedServer;
+let page: { url: string; close(): Promise<void> };
+
+before(async () => {
+  upstream = await startScriptedServer({ "GET /info": (_req, res) => sendJson(res, 200, INFO) });
+  page = await startChatServer({ agenthostUrl: upstream.url, authSecret: TOKEN, userId: USER, host: "127.0.0.1", port: 0 });
+});
+after(async () => {
+  await page.close();
+  await upstream.close();
+});
+afterEach(() => {
+  upstream.requests.length = 0;
+});
+
+const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(page.url + path, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+
+async function chatEvents(body: unknown): Promise<Record<string, unknown>[]> {
+  const response = await post("/api/chat", body);
+  assert.equal(response.status, 200);
+  assert.match(response.headers.get("content-type") ?? "", /^application\/x-ndjson/);
+  const text = await response.text();
+  assert.ok(!text.includes(TOKEN) && !text.includes(USER));
+  return text.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+test("serves the page and its scripts with a strict content security policy", async () => {
+  for (const [path, type] of [["/", "text/html"], ["/app.js", "text/javascript"], ["/markdown.js", "text/javascript"], ["/style.css", "text/css"]]) {
+    const response = await fetch(page.url + path);
+    assert.equal(response.status, 200, path);
+    assert.match(response.headers.get("content-type") ?? "", new RegExp(`^${type}`));
+    assert.match(response.headers.get("content-security-policy") ?? "", /script-src 'self'/);
+    assert.equal(response.headers.get("x-content-type-options"), "nosniff");
+    const text = await response.text();
+    assert.ok(!text.includes(TOKEN) && !text.includes(USER));
+  }
+  assert.equal((await fetch(`${page.url}/../src/ui/config.ts`)).status, 404);
+  assert.equal((await fetch(`${page.url}/index.html`)).status, 404);
+});
+
+test("/api/agents lists the agents from /info, fetched with the page's token", async () => {
+  const response = await fetch(`${page.url}/api/agents`);
+  assert.deepEqual(await response.json(), INFO);
+  assert.equal(upstream.requests[0]?.headers.authorization, `Bearer ${TOKEN}`);
+});
+
+test("/api/chat streams tokens and trimmed messages; the proof stays on the server", async () => {
+  upstream.route("POST /create-agent/stream", (_req, res) => {
+    startSse(res);
+    res.write(sseFrame({ type: "token", content: "Hel" }));
+    res.write(sseFrame({ type: "token", content: "lo" }));
+    res.write(sseFrame({ type: "message", content: aiMessage("Hello", { feedback_token: "proof-1", usage_metadata: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } }) }));
+    res.end(sseFrame("[DONE]"));
+  });
+  const events = await chatEvents({ agent: "create-agent", message: "Hi there" });
+  const thread = events[0];
+  assert.equal(thread?.type, "thread");
+  assert.match(String(thread?.thread_id), /^[0-9a-f-]{36}$/);
+  assert.deepEqual(events.slice(1), [
+    { type: "token", content: "Hel" },
+    { type: "token", content: "lo" },
+    { type: "message", content: { type: "ai", content: "Hello", run_id: "run-1", tool_calls: [] } },
+    { type: "done" },
+  ]);
+  const sent = upstream.requests[0];
+  assert.equal(sent?.headers.authorization, `Bearer ${TOKEN}`);
+  assert.deepEqual(JSON.parse(sent?.body ?? ""), {
+    input: { message: "Hi there" },
+    thread_id: thread?.thread_id,
+    user_id: USER,
+    stream_tokens: true,
+  });
+
+  // Feedback on that run carries the proof the server kept.
+  upstream.route("POST /create-agent/feedback", (_req, res) => sendJson(res, 201, {}));
+  const feedback = await post("/api/feedback", { agent: "create-agent", run_id: "run-1", score: 1 });
+  assert.equal(feedback.status, 200);
+  assert.deepEqual(JSON.parse(upstream.requests.at(-1)?.body ?? ""), {
+    run_id: "run-1",
+    key: "human-feedback-thumbs",
+    score: 1,
+    user_id: USER,
+    feedback_token: "proof-1",
+  });
+  // A proof is only used for the agent that issued it.
+  upstream.route("POST /chatbot-agent/feedback", (_req, res) => sendJson(res, 201, {}));
+  await post("/api/feedback", { agent: "chatbot-agent", run_id: "run-1", score: 0 });
+  assert.equal(JSON.parse(upstream.requests.at(-1)?.body ?? "").feedback_token, undefined);
+});
+
+test("/api/chat keeps a given thread and reports agenthost's failures as error events", async () => {
+  upstream.route("POST /chatbot-agent/stream", (_req, res) =>
+    sendJson(res, 503, { detail: "The worker is busy.", error_code: "service_busy" }, { "retry-after": "1" }),
+  );
+  const events = await chatEvents({ agent: "chatbot-agent", thread_id: "t-7", message: "Hi" });
+  assert.deepEqual(events, [
+    { type: "thread", thread_id: "t-7" },
+    {
+      type: "error",
+      error: { message: "agenthost answered 503: The worker is busy.", kind: "http", status: 503, error_code: "service_busy", retry_after: "1" },
+    },
+  ]);
+  assert.equal(JSON.parse(upstream.requests[0]?.body ?? "").thread_id, "t-7");
+
+  upstream.route("POST /chatbot-agent/stream", (_req, res) => {
+    startSse(res);
+    res.end(sseFrame({ type: "error", content: "The agent run failed.", error_code: "run_failed" }));
+  });
+  const failed = await chatEvents({ agent: "chatbot-agent", thread_id: "t-7", message: "Hi" });
+  assert.deepEqual(failed.at(-1), {
+    type: "error",
+    error: { message: "the agent run failed: The agent run failed.", kind: "event", status: null, error_code: "run_failed", retry_after: null },
+  });
+});
+
+test("closing the browser's request cancels the run's stream to agenthost", async () => {
+  let closed: Promise<void> | undefined;
+  upstream.route("POST /chatbot-agent/stream", (req, res) => {
+    closed = req.closed;
+    startSse(res);
+    res.write(sseFrame({ type: "token", content: "slow" }));
+  });
+  const controller = new AbortController();
+  const response = await fetch(`${page.url}/api/chat`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ agent: "chatbot-agent", message: "Hi" }),
+    signal: controller.signal,
+  });
+  const reader = response.body!.getReader();
+  await reader.read();
+  while (!closed) await sleep(5);
+  controller.abort();
+  await closed;
+});
+
+test("/api/history returns every page, for the configured user, trimmed", async () => {
+  upstream.route("GET /chatbot-agent/history", (req, res) => {
+    const offset = Number(req.query.get("offset"));
+    sendJson(res, 200, offset === 0
+      ? { messages: [{ type: "human", content: "q", thread_id: "t" }], total: 2, next_offset: 1 }
+      : { messages: [aiMessage("a", { feedback_token: "never-shown" })], total: 2, next_offset: null });
+  });
+  const response = await fetch(`${page.url}/api/history?agent=chatbot-agent&thread_id=t`);
+  assert.equal(response.status, 200);
+  assert.deepEqual(await response.json(), {
+    messages: [
+      { type: "human", content: "q", run_id: null, tool_calls: [] },
+      { type: "ai", content: "a", run_id: "run-1", tool_calls: [] },
+    ],
+  });
+  assert.deepEqual(upstream.requests.map((r) => [r.query.get("thread_id"), r.query.get("user_id"), r.query.get("offset")]), [
+    ["t", USER, "0"],
+    ["t", USER, "1"],
+  ]);
+});
+
+test("agenthost's HTTP failures keep their status for the page's JSON calls", async () => {
+  upstream.route("GET /chatbot-agent/history", (_req, res) => sendJson(res, 404, { detail: "Not found." }));
+  const response = await fetch(`${page.url}/api/history?agent=chatbot-agent&thread_id=t`);
+  assert.equal(response.status, 404);
+  assert.deepEqual(await response.json(), {
+    error: { message: "agenthost answered 404: Not found.", kind: "http", status: 404, error_code: null, retry_after: null },
+  });
+  assert.equal((await fetch(`${page.url}/api/history?agent=chatbot-agent`)).status, 400);
+});
+
+test("refuses cross-site use of its token: JSON only, same origin only, bounded and validated bodies", async () => {
+  const body = { agent: "chatbot-agent", message: "Hi" };
+  assert.equal((await post("/api/chat", JSON.stringify(body), { "content-type": "text/plain" })).status, 415);
+  assert.equal((await post("/api/chat", body, { origin: "https://evil.example" })).status, 403);
+  assert.equal((await post("/api/feedback", { agent: "a", run_id: "r", score: 5 })).status, 422);
+  assert.equal((await post("/api/chat", { agent: "a", message: "   " })).status, 422);
+  assert.equal((await post("/api/chat", "{nope")).status, 400);
+  assert.equal((await post("/api/chat", { agent: "a", message: "x".repeat(600_000) })).status, 413);
+  assert.equal(upstream.requests.length, 0);
+  const sameOrigin = await post("/api/feedback", { agent: "a", run_id: "r", score: 1 }, { origin: page.url });
+  assert.notEqual(sameOrigin.status, 403);
+});
+
+test("feedback proofs are bounded: the oldest are forgotten first", () => {
+  const tokens = new FeedbackTokens(2);
+  tokens.remember("a", "r1", "p1");
+  tokens.remember("a", "r2", "p2");
+  tokens.remember("a", "r3", "p3");
+  assert.equal(tokens.size, 2);
+  assert.equal(tokens.lookup("a", "r1"), undefined);
+  assert.equal(tokens.lookup("a", "r3"), "p3");
+  assert.equal(tokens.lookup("b", "r3"), undefined);
+});
