@@ -68,9 +68,9 @@ const runFields = {
   input: z.strictObject({ message: messageContentSchema }).describe("Agent input; identity fields are top-level, never here."),
   thread_id: identifier.optional().describe("Public conversation id; omitted on invoke: a new one is created and returned."),
   user_id: identifier.optional().describe("Trusted callers: any user (default AUTH_SERVICE_USER_ID). Token users: omit or their own id."),
-  model_config_key: identifier.optional(),
-  model_name: identifier.optional(),
-  model_provider: identifier.optional(),
+  model_config_key: identifier.optional().describe("A MODEL_CONFIGS name; only for agents that support runtime model selection."),
+  model_name: identifier.optional().describe("A provider model name, e.g. gpt-4o-mini; same support requirement."),
+  model_provider: identifier.optional().describe("openai, anthropic or google; inferred from model_name when omitted."),
   agent_config: agentConfigSchema.optional(),
   recursion_limit: z.number().int().min(1).max(10_000).optional(),
 };
