@@ -16,7 +16,9 @@ import { createFeedbackDelivery, type FeedbackDelivery } from "./feedback/delive
 import { createObservabilityBackend, type ObservabilityBackend } from "./observability/backends/index.ts";
 import { attachTracing } from "./observability/backends/instrument.ts";
 import type { Config } from "./config/schema.ts";
-import { createDefaultChatModel } from "./models/default-model.ts";
+import { loadMcpToolset, McpToolsError, type McpToolset } from "./agents/mcp-tools.ts";
+import { createModelCatalog, type ModelCatalog } from "./models/catalog.ts";
+import { createProviderHttpPool, type ProviderHttpPool } from "./models/http-pool.ts";
 import { createLogger, type Logger } from "./observability/logger.ts";
 
 /** Everything a worker serves with, built once from the configuration (the composition root). */
@@ -29,6 +31,12 @@ export interface Runtime {
   readonly checkpoints: CheckpointBackend;
   readonly registry: AgentRegistry;
   readonly model: BaseChatModel;
+  /** Every chat model of the worker; resolves request-time model selection. */
+  readonly models: ModelCatalog;
+  /** The provider HTTP pool (LLM_HTTP_*), closed with the runtime. */
+  readonly providerPool: ProviderHttpPool;
+  /** Remote tools per agent (MCP_AGENT_SERVERS). */
+  readonly mcp: McpToolset;
   /** Tracing and feedback target (OBSERVABILITY_BACKEND). */
   readonly observability: ObservabilityBackend;
   /** How feedback reaches the backend: inline, through the BullMQ queue, or nowhere. */
@@ -68,23 +76,41 @@ export function defaultConversationLock(config: Config, logger: Logger): Convers
 
 export async function buildRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
   const logger = overrides.logger ?? createLogger(config);
-  const model = createDefaultChatModel(config);
   const metrics = overrides.metrics ?? new ServiceMetrics();
   const runTracker = new RunTracker(config.WORKER_STALL_TIMEOUT * 1000);
-  const checkpoints = await openCheckpointBackend(config).then((backend) =>
-    withHistoryIndex(backend, config, (err) => logger.warn({ err }, "history index write failed")).catch(async (error: unknown) => {
-      await backend.close();
-      throw error;
-    }),
-  );
-  let observability: ObservabilityBackend | undefined;
+  const providerPool = createProviderHttpPool(config);
+  // Undone in reverse order if startup fails part-way.
+  const cleanup: Array<() => Promise<void>> = [() => providerPool.close()];
+  const unwind = async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+  };
   try {
+    const models = createModelCatalog(config, providerPool);
+    const mcp = await loadMcpToolset(config);
+    cleanup.push(() => mcp.close());
+    const checkpoints = await openCheckpointBackend(config).then((backend) =>
+      withHistoryIndex(backend, config, (err) => logger.warn({ err }, "history index write failed")).catch(async (error: unknown) => {
+        await backend.close();
+        throw error;
+      }),
+    );
+    cleanup.push(() => checkpoints.close());
     instrumentSaver(checkpoints.saver, checkpoints.kind, metrics);
-    const registry = await buildAgentRegistry({ config, model, checkpointer: checkpoints.saver });
-    observability = createObservabilityBackend(config);
+    const registry = await buildAgentRegistry({
+      config,
+      model: models.default,
+      models,
+      checkpointer: checkpoints.saver,
+      toolsFor: mcp.toolsFor,
+    });
+    const strangers = mcp.unknownAgents(registry.agents.keys());
+    if (strangers.length) {
+      throw new McpToolsError(strangers.map((agent) => `MCP_AGENT_SERVERS names "${agent}", which is not a registered agent`));
+    }
+    const observability = createObservabilityBackend(config);
+    cleanup.push(() => observability.close());
     attachTracing(registry, observability);
     const feedback = createFeedbackDelivery(config, observability, logger, { consume: overrides.consumeFeedbackQueue ?? true });
-    const tracing = observability;
     const locks = runTracker.track(
       instrumentLock(overrides.locks?.(config) ?? defaultConversationLock(config, logger), metrics),
     );
@@ -100,22 +126,26 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       locks,
       checkpoints,
       registry,
-      model,
-      observability: tracing,
+      model: models.default,
+      models,
+      providerPool,
+      mcp,
+      observability,
       feedback,
       metrics,
       runTracker,
       lifecycle: { draining: false },
       close: async () => {
         await feedback.close();
-        await tracing.close();
+        await observability.close();
         await locks.close();
         await checkpoints.close();
+        await mcp.close();
+        await providerPool.close();
       },
     };
   } catch (error) {
-    await observability?.close();
-    await checkpoints.close();
+    await unwind();
     throw error;
   }
 }

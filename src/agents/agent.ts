@@ -3,6 +3,10 @@ import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import type { CompiledStateGraph } from "@langchain/langgraph";
 import type { Config } from "../config/schema.ts";
+import type { ModelCatalog } from "../models/catalog.ts";
+
+/** For agents that declare `supportsModelSelection`: the request's model, picked at call time. */
+export { requestModel, requestModelMiddleware } from "../models/selection.ts";
 
 /**
  * A compiled LangGraph graph whose state has a `messages` channel. The service only needs the
@@ -16,6 +20,8 @@ export interface AgentBuildContext {
   readonly config: Config;
   /** The worker's default chat model (the fake model when USE_FAKE_MODEL=true). */
   readonly model: BaseChatModel;
+  /** Every model the worker serves with (the deep agent's model, MODEL_CONFIGS entries). */
+  readonly models: ModelCatalog;
   /** Remote (MCP) tools assigned to this agent by MCP_AGENT_SERVERS; empty when none. */
   readonly tools: readonly StructuredToolInterface[];
   /** The service's checkpointer; factories that build through an agent helper may pass it on. */

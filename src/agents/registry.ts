@@ -2,6 +2,7 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import type { Config } from "../config/schema.ts";
+import type { ModelCatalog } from "../models/catalog.ts";
 import { unwrapGraph, type Agent, type RegisteredAgent } from "./agent.ts";
 import { builtinAgents } from "./builtin/index.ts";
 import { loadAgentFromImportString } from "./loader.ts";
@@ -23,6 +24,7 @@ export class AgentRegistryError extends Error {
 export interface RegistryDependencies {
   readonly config: Config;
   readonly model: BaseChatModel;
+  readonly models: ModelCatalog;
   readonly checkpointer: BaseCheckpointSaver;
   /** Remote tools per agent name (from MCP_AGENT_SERVERS). */
   readonly toolsFor?: (agentName: string) => readonly StructuredToolInterface[];
@@ -62,6 +64,7 @@ export async function buildAgentRegistry(deps: RegistryDependencies): Promise<Ag
         ? await agent.graphFactory({
             config,
             model: deps.model,
+            models: deps.models,
             tools: deps.toolsFor?.(agent.name) ?? [],
             checkpointer: deps.checkpointer,
           })

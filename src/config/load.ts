@@ -29,10 +29,34 @@ export function loadConfig(env: Env = process.env): Config {
       }
     }
   }
+  problems.push(...resolveModelKeys(values as Partial<Config>, env));
   problems.push(...crossFieldProblems(values as Partial<Config>));
   if (problems.length) throw new ConfigError(problems);
   values.SHUTDOWN_GRACE ??= values.REQUEST_TIMEOUT;
   return Object.freeze(values as Config);
+}
+
+/**
+ * MODEL_CONFIGS entries may name the variable holding their key (`api_key_env`) instead of carrying
+ * it; read it here, the one place that reads the environment, so the rest sees `api_key` only.
+ */
+function resolveModelKeys(c: Partial<Config>, env: Env): string[] {
+  const problems: string[] = [];
+  if (!c.MODEL_CONFIGS) return problems;
+  const resolved: Record<string, Config["MODEL_CONFIGS"][string]> = {};
+  for (const [key, entry] of Object.entries(c.MODEL_CONFIGS)) {
+    if (entry.api_key !== undefined && entry.api_key_env !== undefined) {
+      problems.push(`MODEL_CONFIGS.${key} sets both api_key and api_key_env; keep one`);
+    }
+    let apiKey = entry.api_key;
+    if (entry.api_key_env !== undefined && apiKey === undefined) {
+      apiKey = env[entry.api_key_env]?.trim() || undefined;
+      if (apiKey === undefined) problems.push(`MODEL_CONFIGS.${key}.api_key_env names ${entry.api_key_env}, which is not set`);
+    }
+    resolved[key] = Object.freeze({ ...entry, ...(apiKey !== undefined ? { api_key: apiKey } : {}) });
+  }
+  (c as Record<string, unknown>).MODEL_CONFIGS = Object.freeze(resolved);
+  return problems;
 }
 
 function crossFieldProblems(c: Partial<Config>): string[] {
@@ -79,6 +103,9 @@ function crossFieldProblems(c: Partial<Config>): string[] {
         problems.push(`MCP_AGENT_SERVERS.${agent} names "${name}", which is not in MCP_SERVERS`);
       }
     }
+  }
+  if (c.DEEP_AGENT_INTERRUPT_ON?.length && c.CHECK_INTERRUPTS === false) {
+    problems.push("DEEP_AGENT_INTERRUPT_ON needs CHECK_INTERRUPTS=true, or approvals would never reach the caller");
   }
   return problems;
 }

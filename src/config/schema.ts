@@ -120,6 +120,14 @@ export const configShape = {
   MCP_SERVERS: json(z.record(z.string(), mcpServerSchema), {}),
   MCP_AGENT_SERVERS: json(z.record(z.string(), z.array(nonEmpty)), {}),
   CHECK_INTERRUPTS: bool(true),
+  DEEP_AGENT_INTERRUPT_ON: z.preprocess(
+    unsetIfEmpty,
+    z
+      .string()
+      .transform((v) => v.split(",").map((name) => name.trim()).filter(Boolean))
+      .pipe(z.array(z.enum(["write_file", "edit_file"], { error: "lists tools other than write_file and edit_file" })))
+      .default([]),
+  ),
   DEFAULT_RECURSION_LIMIT: int(25, 1, 10_000),
   MULTIMODAL_MAX_ATTACHMENTS: int(10, 0, 1000),
 

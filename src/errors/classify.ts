@@ -1,4 +1,5 @@
 import { GraphRecursionError } from "@langchain/langgraph";
+import { classifyProviderError } from "../models/provider-errors.ts";
 import { ApiError } from "./api-error.ts";
 
 /** Why a run's AbortSignal fired. Carried as the signal's reason. */
@@ -62,6 +63,8 @@ export function classifyRunError(error: unknown, abortReason?: unknown): ApiErro
       detail: "The run reached its recursion limit before finishing; raise recursion_limit or simplify the request.",
     });
   }
+  const provider = classifyProviderError(error);
+  if (provider) return provider;
   if (isDatabaseUnavailable(error)) return new ApiError("database_unavailable");
   return new ApiError("run_failed");
 }

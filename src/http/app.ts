@@ -9,6 +9,7 @@ import { feedbackRoutes } from "./routes/feedback.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { historyRoutes } from "./routes/history.ts";
 import { infoRoutes } from "./routes/info.ts";
+import { resumeRoutes } from "./routes/resume.ts";
 import { runRoutes } from "./routes/runs.ts";
 
 export interface AppOptions {
@@ -33,6 +34,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): Express {
   // Bodies are JSON whatever the Content-Type says, so `curl -d` works without a header.
   app.use(express.json({ limit: runtime.config.REQUEST_MAX_BYTES, type: () => true, strict: true }));
   app.use(infoRoutes(runtime));
+  app.use(resumeRoutes(runtime));
   app.use(runRoutes(runtime));
   app.use(historyRoutes(runtime));
   app.use(feedbackRoutes(runtime));

@@ -28,7 +28,9 @@ const standardErrors = {
   "404": errorResponse("Unknown agent"),
   "413": errorResponse("Body or attachments exceed a configured limit"),
   "422": errorResponse("Validation failed"),
-  "503": errorResponse("Worker full (service_busy, Retry-After: 1), database or provider unavailable"),
+  "503": errorResponse(
+    "Worker full (service_busy, Retry-After: 1), database unavailable, model provider unavailable (model_unavailable), or provider rejected the service's credentials (model_authentication_failed)",
+  ),
 };
 
 /** Operations keyed by path (with the agent prefix); each is also served at the unprefixed alias. */
@@ -41,7 +43,9 @@ const agentOperations: Record<string, Record<string, Operation>> = {
       responses: {
         "200": { description: "The final ChatMessage", content: json("ChatMessage") },
         "409": errorResponse("Conversation busy, or its queue wait expired"),
-        "504": errorResponse("Request deadline expired"),
+        "429": errorResponse("Model provider rate limit (model_rate_limited; Retry-After when the provider sent one)"),
+        "502": errorResponse("The model provider rejected the request (model_request_rejected)"),
+        "504": errorResponse("Request deadline (request_timeout) or model timeout (model_timeout) expired"),
         ...standardErrors,
       },
     },
@@ -131,6 +135,55 @@ const agentOperations: Record<string, Record<string, Operation>> = {
         "403": errorResponse("The token may not act for user_id, or the feedback proof is missing, altered or made for another user, agent or run"),
         "503": errorResponse("Worker full, FEEDBACK_SIGNING_SECRET unset for a non-trusted token, or the backend/queue did not accept the feedback"),
       },
+    },
+  },
+};
+
+const resumeErrors = {
+  "409": errorResponse("Conversation busy; no pending interrupt (no_pending_interrupt); or interrupt_id not pending (interrupt_not_pending)"),
+  "429": errorResponse("Model provider rate limit (model_rate_limited; Retry-After when the provider sent one)"),
+  "504": errorResponse("Request deadline or model timeout expired"),
+};
+
+agentOperations["/{agent_id}/resume"] = {
+  post: {
+    summary: "Resume a paused run (an approval, an answer) and return its final message",
+    tags: ["runs"],
+    requestBody: { required: true, content: json("ResumeRequest") },
+    responses: {
+      "200": { description: "The final ChatMessage, or another `interrupt` message if the run paused again", content: json("ChatMessage") },
+      ...resumeErrors,
+      ...standardErrors,
+    },
+  },
+};
+agentOperations["/{agent_id}/resume/stream"] = {
+  post: {
+    summary: "Resume a paused run, streaming Server-Sent Events",
+    tags: ["runs"],
+    requestBody: { required: true, content: json("ResumeStreamRequest") },
+    responses: {
+      "200": {
+        description: "Same frames as /stream; a run that pauses again ends with a `message` event of type `interrupt`.",
+        content: { "text/event-stream": { schema: ref("StreamEvent") } },
+      },
+      ...resumeErrors,
+      ...standardErrors,
+    },
+  },
+};
+agentOperations["/{agent_id}/resume/stream/jsonl"] = {
+  post: {
+    summary: "Resume a paused run, streaming JSON Lines",
+    tags: ["runs"],
+    requestBody: { required: true, content: json("ResumeStreamRequest") },
+    responses: {
+      "200": {
+        description: "Same lines as /stream/jsonl; a run that pauses again ends with a `message` event of type `interrupt`.",
+        content: { "application/jsonl": { schema: ref("StreamEvent") } },
+      },
+      ...resumeErrors,
+      ...standardErrors,
     },
   },
 };

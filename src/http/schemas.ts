@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { REQUEST_MODEL_KEY } from "../models/selection.ts";
 
 /**
  * Request and response shapes. The same schemas validate requests and generate the OpenAPI
@@ -13,11 +14,21 @@ export const contentBlockSchema = z
     z.strictObject({ type: z.literal("text"), text: z.string() }),
     z.strictObject({
       type: z.literal("image"),
-      url: z.string().min(1).optional(),
+      url: z
+        .string()
+        .min(1)
+        .regex(/^(https?:\/\/|data:)/i, { error: "must be an http(s) or data: URL" })
+        .optional(),
       data: z.string().min(1).optional(),
       mime_type: z.string().regex(/^image\/[\w.+-]+$/).optional(),
     }),
-    z.strictObject({ type: z.enum(["audio", "video", "file"]), data: z.string().min(1), mime_type: z.string().min(3) }),
+    z.strictObject({ type: z.enum(["audio", "video"]), data: z.string().min(1), mime_type: z.string().min(3) }),
+    z.strictObject({
+      type: z.literal("file"),
+      data: z.string().min(1),
+      mime_type: z.string().min(3),
+      filename: z.string().min(1).max(255).optional(),
+    }),
   ])
   .superRefine((block, ctx) => {
     if (block.type !== "image") return;
@@ -42,6 +53,7 @@ const FORBIDDEN_AGENT_CONFIG_KEYS = new Set([
   "checkpoint_map",
   "checkpointer",
   "run_id",
+  REQUEST_MODEL_KEY,
 ]);
 
 const agentConfigSchema = z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
@@ -56,9 +68,9 @@ const runFields = {
   input: z.strictObject({ message: messageContentSchema }).describe("Agent input; identity fields are top-level, never here."),
   thread_id: identifier.optional().describe("Public conversation id; omitted on invoke: a new one is created and returned."),
   user_id: identifier.optional().describe("Trusted callers: any user (default AUTH_SERVICE_USER_ID). Token users: omit or their own id."),
-  model_config_key: identifier.optional(),
-  model_name: identifier.optional(),
-  model_provider: identifier.optional(),
+  model_config_key: identifier.optional().describe("A MODEL_CONFIGS name; only for agents that support runtime model selection."),
+  model_name: identifier.optional().describe("A provider model name, e.g. gpt-4o-mini; same support requirement."),
+  model_provider: identifier.optional().describe("openai, anthropic or google; inferred from model_name when omitted."),
   agent_config: agentConfigSchema.optional(),
   recursion_limit: z.number().int().min(1).max(10_000).optional(),
 };
@@ -73,6 +85,26 @@ export const streamRequestSchema = z
   })
   .register(apiSchemas, { id: "StreamRequest" });
 export type StreamRequest = z.infer<typeof streamRequestSchema>;
+
+const resumeFields = {
+  thread_id: identifier.describe("The paused conversation."),
+  user_id: identifier.optional().describe("Same rules as on invoke."),
+  resume: z
+    .unknown()
+    .refine((v) => v !== undefined && v !== null, { error: "resume is required and may not be null" })
+    .describe("The value handed back to the interrupted graph: an answer, or for approvals {decisions: [{type: approve|edit|reject, ...}]}."),
+  interrupt_id: identifier.optional().describe("Which pending interrupt to resume; required when several are pending."),
+};
+
+export const resumeRequestSchema = z.strictObject(resumeFields).register(apiSchemas, { id: "ResumeRequest" });
+export type ResumeRequest = z.infer<typeof resumeRequestSchema>;
+
+export const resumeStreamRequestSchema = z
+  .strictObject({
+    ...resumeFields,
+    stream_tokens: z.boolean().default(true).describe("true: token events plus messages; false: complete messages only."),
+  })
+  .register(apiSchemas, { id: "ResumeStreamRequest" });
 
 export const chatMessageSchema = z
   .object({
@@ -91,6 +123,10 @@ export const chatMessageSchema = z
     ),
     tool_call_id: z.string().optional(),
     feedback_token: z.string().optional(),
+    interrupts: z
+      .array(z.object({ id: z.string(), value: z.unknown() }))
+      .optional()
+      .describe("On type `interrupt`: each pending interrupt's id and value; resume with POST /resume."),
   })
   .register(apiSchemas, { id: "ChatMessage" });
 export type ChatMessage = z.infer<typeof chatMessageSchema>;

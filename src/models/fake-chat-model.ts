@@ -51,7 +51,14 @@ export class FakeChatModel extends BaseChatModel {
     return "agenthost-fake";
   }
 
-  override bindTools(_tools: BindToolsInput[], _kwargs?: Partial<BaseChatModelCallOptions>) {
+  /** Names of the tools last bound (what an agent offered the model), for tests and demos. */
+  boundToolNames: readonly string[] = [];
+
+  override bindTools(tools: BindToolsInput[], _kwargs?: Partial<BaseChatModelCallOptions>) {
+    this.boundToolNames = tools.map((tool) => {
+      const named = tool as { name?: unknown; function?: { name?: unknown } };
+      return String(named.name ?? named.function?.name ?? "");
+    });
     return this;
   }
 

@@ -1,5 +1,6 @@
 import { AIMessageChunk, isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import type { ChatMessage, StreamEvent } from "../http/schemas.ts";
+import { interruptMessage, interruptsOf, type PendingInterrupt } from "./interrupts.ts";
 import { toChatMessage } from "./message-mapping.ts";
 import type { PreparedRun } from "./prepare.ts";
 
@@ -17,9 +18,13 @@ function lastMessage(state: unknown): BaseMessage | undefined {
   return isBaseMessage(last) ? last : undefined;
 }
 
-/** Run the graph to the end and return its final message. */
+/** Run the graph to the end (or to an interrupt) and return its final message. */
 export async function invokeRun(run: PreparedRun, signal: AbortSignal): Promise<ChatMessage> {
   const state: unknown = await run.agent.graph.invoke(run.input, { ...run.graphConfig, signal });
+  if (run.checkInterrupts) {
+    const interrupts = interruptsOf((state as { __interrupt__?: unknown } | undefined)?.__interrupt__);
+    if (interrupts.length) return interruptMessage(interrupts, { threadId: run.threadId, runId: run.runId });
+  }
   const final = lastMessage(state);
   if (!final) throw new Error(`agent "${run.agent.name}" returned no messages`);
   return present(run, final);
@@ -53,6 +58,7 @@ export async function* streamRun(
 ): AsyncGenerator<StreamEvent> {
   const streamMode = options.tokens ? (["updates", "messages"] as const) : (["updates"] as const);
   const stream = await run.agent.graph.stream(run.input, { ...run.graphConfig, signal, streamMode: [...streamMode] });
+  const interrupts: PendingInterrupt[] = [];
   for await (const chunk of stream as AsyncIterable<[string, unknown]>) {
     const [mode, payload] = chunk;
     if (mode === "messages") {
@@ -62,6 +68,13 @@ export async function* streamRun(
       }
     } else if (mode === "updates") {
       for (const message of messagesOfUpdate(payload)) yield { type: "message", content: present(run, message) };
+      for (const item of interruptsOf((payload as { __interrupt__?: unknown } | null)?.__interrupt__)) {
+        if (!interrupts.some((i) => i.id === item.id)) interrupts.push(item);
+      }
     }
+  }
+  // A paused graph ends its stream with the interrupt, as a message event.
+  if (run.checkInterrupts && interrupts.length) {
+    yield { type: "message", content: interruptMessage(interrupts, { threadId: run.threadId, runId: run.runId }) };
   }
 }

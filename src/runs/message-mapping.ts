@@ -1,6 +1,8 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import { AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
-import type { ChatMessage } from "../http/schemas.ts";
+import type { ChatMessage, ContentBlock } from "../http/schemas.ts";
+import { STANDARD_CONTENT_METADATA, toApiBlocks, toLangChainBlocks } from "../models/content-blocks.ts";
+import { normalizeCompletion } from "../models/finish-reason.ts";
 
 export interface MessageContext {
   readonly threadId: string;
@@ -19,8 +21,9 @@ function record(value: unknown): Record<string, unknown> {
 export function toChatMessage(message: BaseMessage, context: MessageContext): ChatMessage {
   const type = message.getType();
   const responseMetadata = { ...record(message.response_metadata) };
-  let content = message.content as ChatMessage["content"];
+  let content: ChatMessage["content"] = typeof message.content === "string" ? message.content : toApiBlocks(message.content);
 
+  if (type === "ai") normalizeCompletion(responseMetadata, record(message.additional_kwargs), message.text);
   const refusal = responseMetadata.refusal ?? record(message.additional_kwargs).refusal;
   if (typeof refusal === "string" && refusal) {
     responseMetadata.refusal = refusal;
@@ -44,7 +47,11 @@ export function toChatMessage(message: BaseMessage, context: MessageContext): Ch
   return out;
 }
 
-/** The message the agent receives for `input.message`. */
-export function humanMessageFrom(content: string | Array<Record<string, unknown>>): HumanMessage {
-  return new HumanMessage({ content: content as HumanMessage["content"] });
+/** The message the agent receives for `input.message`: a string, or standard content blocks. */
+export function humanMessageFrom(content: string | ContentBlock[]): HumanMessage {
+  if (typeof content === "string") return new HumanMessage({ content });
+  return new HumanMessage({
+    content: toLangChainBlocks(content) as HumanMessage["content"],
+    response_metadata: { ...STANDARD_CONTENT_METADATA },
+  });
 }

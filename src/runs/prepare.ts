@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { BaseMessage } from "@langchain/core/messages";
-import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import type { Command, LangGraphRunnableConfig } from "@langchain/langgraph";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import { signFeedbackProof } from "../auth/feedback-proof.ts";
 import { effectiveUserId, type Principal } from "../auth/principal.ts";
@@ -8,6 +8,8 @@ import { storageKey } from "../auth/storage-key.ts";
 import type { Config } from "../config/schema.ts";
 import { ApiError } from "../errors/api-error.ts";
 import type { InvokeRequest } from "../http/schemas.ts";
+import type { ModelCatalog } from "../models/catalog.ts";
+import { REQUEST_MODEL_KEY } from "../models/selection.ts";
 import { humanMessageFrom } from "./message-mapping.ts";
 
 /** Everything a run needs, derived once from the request before the lock is taken. */
@@ -21,9 +23,48 @@ export interface PreparedRun {
   readonly runId: string;
   /** Set on the final answer for principals that need a proof to send feedback. */
   readonly feedbackToken: string | undefined;
-  readonly input: { messages: BaseMessage[] };
+  /** New messages for a run; a Command for a resume. */
+  readonly input: { messages: BaseMessage[] } | Command;
   /** The graph config without the signal, which the caller adds. */
   readonly graphConfig: Omit<LangGraphRunnableConfig, "signal"> & { durability: Config["CHECKPOINT_DURABILITY"] };
+  /** CHECK_INTERRUPTS: report a paused graph as an `interrupt` message. */
+  readonly checkInterrupts: boolean;
+}
+
+/** Identity, addressing and the graph config shared by runs and resumes. */
+export function runEnvelope(
+  config: Config,
+  agent: RegisteredAgent,
+  principal: Principal,
+  request: { user_id?: string | undefined; thread_id?: string | undefined; recursion_limit?: number | undefined },
+  configurable: Record<string, unknown> = {},
+): Omit<PreparedRun, "input"> {
+  const userId = effectiveUserId(principal, request.user_id, config.AUTH_SERVICE_USER_ID);
+  const threadId = request.thread_id ?? randomUUID();
+  const key = storageKey(userId, agent.name, threadId);
+  const runId = randomUUID();
+  const feedbackToken =
+    principal.needsFeedbackProof && config.FEEDBACK_SIGNING_SECRET
+      ? signFeedbackProof(config.FEEDBACK_SIGNING_SECRET, userId, agent.name, runId)
+      : undefined;
+  return {
+    agent,
+    userId,
+    threadId,
+    storageKey: key,
+    runId,
+    feedbackToken,
+    checkInterrupts: config.CHECK_INTERRUPTS,
+    graphConfig: {
+      runId,
+      runName: agent.name,
+      recursionLimit: request.recursion_limit ?? config.DEFAULT_RECURSION_LIMIT,
+      durability: config.CHECKPOINT_DURABILITY,
+      configurable: { ...configurable, thread_id: key, user_id: userId },
+      // Tracing reads the run's identity from here: user and the public thread id (never the storage key).
+      metadata: { agent_id: agent.name, run_id: runId, user_id: userId, thread_id: threadId },
+    },
+  };
 }
 
 function countAttachments(message: InvokeRequest["input"]["message"]): number {
@@ -35,8 +76,10 @@ export function prepareRun(
   agent: RegisteredAgent,
   principal: Principal,
   body: InvokeRequest,
+  models?: ModelCatalog,
 ): PreparedRun {
-  const userId = effectiveUserId(principal, body.user_id, config.AUTH_SERVICE_USER_ID);
+  // Identity first: a caller acting for another user learns nothing else about the request.
+  effectiveUserId(principal, body.user_id, config.AUTH_SERVICE_USER_ID);
 
   const selectsModel = body.model_config_key !== undefined || body.model_name !== undefined || body.model_provider !== undefined;
   if (selectsModel && !agent.supportsModelSelection) {
@@ -52,31 +95,11 @@ export function prepareRun(
       detail: `The message has more than ${config.MULTIMODAL_MAX_ATTACHMENTS} attachments (MULTIMODAL_MAX_ATTACHMENTS).`,
     });
   }
+  const model = selectsModel ? models?.select(body) : undefined;
 
-  const threadId = body.thread_id ?? randomUUID();
-  const key = storageKey(userId, agent.name, threadId);
-  const runId = randomUUID();
-  const feedbackToken =
-    principal.needsFeedbackProof && config.FEEDBACK_SIGNING_SECRET
-      ? signFeedbackProof(config.FEEDBACK_SIGNING_SECRET, userId, agent.name, runId)
-      : undefined;
-
-  return {
-    agent,
-    userId,
-    threadId,
-    storageKey: key,
-    runId,
-    feedbackToken,
-    input: { messages: [humanMessageFrom(body.input.message)] },
-    graphConfig: {
-      runId,
-      runName: agent.name,
-      recursionLimit: body.recursion_limit ?? config.DEFAULT_RECURSION_LIMIT,
-      durability: config.CHECKPOINT_DURABILITY,
-      configurable: { ...body.agent_config, thread_id: key, user_id: userId },
-      // Tracing reads the run's identity from here: user and the public thread id (never the storage key).
-      metadata: { agent_id: agent.name, run_id: runId, user_id: userId, thread_id: threadId },
-    },
-  };
+  const envelope = runEnvelope(config, agent, principal, body, {
+    ...body.agent_config,
+    ...(model ? { [REQUEST_MODEL_KEY]: model } : {}),
+  });
+  return { ...envelope, input: { messages: [humanMessageFrom(body.input.message)] } };
 }

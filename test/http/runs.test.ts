@@ -172,7 +172,7 @@ describe("runs", () => {
     const info = (await res.json()) as { agents: Array<{ key: string; description: string }>; default_agent: string };
     assert.equal(info.default_agent, "chatbot-agent");
     const keys = info.agents.map((a) => a.key).sort();
-    assert.deepEqual(keys, ["chatbot-agent", "create-agent", "failing-agent", "looping-agent", "whoami"]);
+    assert.deepEqual(keys, ["chatbot-agent", "create-agent", "deep-agent", "failing-agent", "looping-agent", "whoami"]);
     for (const agent of info.agents) assert.deepEqual(Object.keys(agent).sort(), ["description", "key"]);
   });
 

@@ -53,14 +53,23 @@ function logRunFailure(res: Response, run: PreparedRun, error: ApiError, cause: 
   );
 }
 
+/** Work done under the conversation lock before the run starts (a resume checks what is pending). */
+export type UnderLock = (run: PreparedRun) => Promise<PreparedRun>;
+
 async function handleInvoke(runtime: Runtime, req: Request, res: Response): Promise<void> {
   const agent = agentOf(runtime, req, res);
   const body = parseBody(invokeRequestSchema, req.body);
-  const run = prepareRun(runtime.config, agent, principalOf(res), body);
+  await respondInvoke(runtime, res, prepareRun(runtime.config, agent, principalOf(res), body, runtime.models));
+}
+
+/** Take the conversation lock, run to the end and answer with the final message. */
+export async function respondInvoke(runtime: Runtime, res: Response, prepared: PreparedRun, underLock?: UnderLock): Promise<void> {
   const requestSignal = signalOf(res);
-  const lease = await lockConversation(runtime, run.storageKey, requestSignal);
+  const lease = await lockConversation(runtime, prepared.storageKey, requestSignal);
   const signal = AbortSignal.any([requestSignal, lease.lost]);
+  let run = prepared;
   try {
+    if (underLock) run = await underLock(run);
     const message = await invokeRun(run, signal);
     // Free the conversation before answering, so the caller's next turn never finds it busy.
     await lease.release();
@@ -68,6 +77,7 @@ async function handleInvoke(runtime: Runtime, req: Request, res: Response): Prom
     runtime.metrics.countTokens(run.agent.name, message);
     res.status(200).json(message);
   } catch (cause) {
+    if (cause instanceof ApiError && cause.status < 500) throw cause;
     const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined);
     runtime.metrics.runs.inc({ agent: run.agent.name, outcome: error.errorCode ?? "error" });
     logRunFailure(res, run, error, cause);
@@ -88,10 +98,10 @@ function describeForStream(runtime: Runtime, error: ApiError, cause: unknown): s
   return error.detail;
 }
 
-type Framing = { contentType: string; encode: (event: StreamEvent) => string; done?: string; keepalive?: string };
+export type Framing = { contentType: string; encode: (event: StreamEvent) => string; done?: string; keepalive?: string };
 
-const SSE: Framing = { contentType: "text/event-stream; charset=utf-8", encode: encodeSseEvent, done: SSE_DONE, keepalive: SSE_KEEPALIVE };
-const JSONL: Framing = { contentType: "application/jsonl; charset=utf-8", encode: encodeJsonlEvent };
+export const SSE: Framing = { contentType: "text/event-stream; charset=utf-8", encode: encodeSseEvent, done: SSE_DONE, keepalive: SSE_KEEPALIVE };
+export const JSONL: Framing = { contentType: "application/jsonl; charset=utf-8", encode: encodeJsonlEvent };
 
 /** Write respecting backpressure; resolves false if the connection went away. */
 function write(res: Response, chunk: string): Promise<boolean> {
@@ -113,11 +123,32 @@ function write(res: Response, chunk: string): Promise<boolean> {
 async function handleStream(runtime: Runtime, req: Request, res: Response, framing: Framing): Promise<void> {
   const agent = agentOf(runtime, req, res);
   const body = parseBody(streamRequestSchema, req.body);
-  const run = prepareRun(runtime.config, agent, principalOf(res), body);
+  const run = prepareRun(runtime.config, agent, principalOf(res), body, runtime.models);
+  await respondStream(runtime, res, run, framing, body.stream_tokens);
+}
+
+/** Take the conversation lock, then stream the run's events in `framing`. */
+export async function respondStream(
+  runtime: Runtime,
+  res: Response,
+  prepared: PreparedRun,
+  framing: Framing,
+  tokens: boolean,
+  underLock?: UnderLock,
+): Promise<void> {
   const requestSignal = signalOf(res);
   // Conflicts are answered with a status before any stream header is sent.
-  const lease = await lockConversation(runtime, run.storageKey, requestSignal);
+  const lease = await lockConversation(runtime, prepared.storageKey, requestSignal);
   const signal = AbortSignal.any([requestSignal, lease.lost]);
+  let run = prepared;
+  if (underLock) {
+    try {
+      run = await underLock(run);
+    } catch (error) {
+      await lease.release();
+      throw error instanceof ApiError ? error : classifyRunError(error);
+    }
+  }
 
   res.status(200).set({
     "Content-Type": framing.contentType,
@@ -130,7 +161,7 @@ async function handleStream(runtime: Runtime, req: Request, res: Response, frami
     : undefined;
   let outcome = "client_disconnected";
   try {
-    for await (const event of streamRun(run, signal, { tokens: body.stream_tokens })) {
+    for await (const event of streamRun(run, signal, { tokens })) {
       if (event.type === "message") runtime.metrics.countTokens(run.agent.name, event.content);
       if (!(await write(res, framing.encode(event)))) return;
       keepalive?.refresh();

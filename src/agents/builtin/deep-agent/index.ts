@@ -1,0 +1,16 @@
+import type { Agent } from "../../agent.ts";
+import { buildDeepAgentGraph } from "./build.ts";
+
+export { buildDeepAgentGraph, DEEP_AGENT_TOOLS, RESERVED_TOOL_NAMES } from "./build.ts";
+
+/**
+ * The built-in deep agent. Its model is chosen once per worker (USE_FAKE_MODEL, else
+ * MODEL_CONFIGS.deep_agent, else the provider variables); requests cannot switch it, so it does not
+ * declare runtime model selection and model fields on its requests are rejected (422).
+ */
+export const deepAgent: Agent = {
+  name: "deep-agent",
+  description: "A planning assistant with a private virtual file system, a todo list, arithmetic tools and subagents.",
+  graphFactory: ({ config, models, tools, checkpointer }) =>
+    buildDeepAgentGraph({ model: models.deepAgent, tools, checkpointer, interruptOn: config.DEEP_AGENT_INTERRUPT_ON }),
+};

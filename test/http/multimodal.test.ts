@@ -1,0 +1,136 @@
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { humanMessageFrom, toChatMessage } from "../../src/runs/message-mapping.ts";
+import { call, startService, type RunningService } from "../helpers/service.ts";
+import { PROTOCOLS, run } from "../fixtures/providers/events.ts";
+import { FAKE_PROVIDER_KEY, startFakeProvider, type FakeProvider } from "../fixtures/providers/fake-provider.ts";
+
+/** Multimodal input: limits (413), validation (422), and each provider's wire format; URLs are never fetched. */
+
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+const PDF = "JVBERi0xLjQKJcTl8uXrp/Og0MTGCg==";
+
+describe("multimodal input", { concurrency: false }, () => {
+  let provider: FakeProvider;
+  let service: RunningService;
+  let imageHost: Server;
+  let imageHits = 0;
+  let imageUrl: string;
+
+  before(async () => {
+    imageHost = createServer((_req, res) => {
+      imageHits++;
+      res.writeHead(200, { "content-type": "image/png" }).end(Buffer.from(PNG, "base64"));
+    });
+    await new Promise<void>((resolve) => imageHost.listen(0, "127.0.0.1", resolve));
+    imageUrl = `http://127.0.0.1:${(imageHost.address() as AddressInfo).port}/cat.png`;
+    provider = await startFakeProvider();
+    service = await startService({
+      MULTIMODAL_MAX_ATTACHMENTS: "3",
+      MODEL_CONFIGS: JSON.stringify({
+        openai: { provider: "openai", model: "behave-ok", base_url: `${provider.url}/v1`, api_key: FAKE_PROVIDER_KEY },
+        anthropic: { provider: "anthropic", model: "behave-ok", base_url: provider.url, api_key: FAKE_PROVIDER_KEY },
+        google: { provider: "google", model: "gemini-2.0-flash", base_url: provider.url, api_key: FAKE_PROVIDER_KEY },
+      }),
+    });
+  });
+  after(async () => {
+    await service?.close();
+    await provider?.close();
+    await new Promise<void>((resolve) => imageHost.close(() => resolve()));
+  });
+
+  const image = () => ({ type: "image", url: imageUrl });
+
+  test("more attachments than MULTIMODAL_MAX_ATTACHMENTS is 413 before any stream frame; text blocks do not count", async () => {
+    for (const protocol of PROTOCOLS) {
+      const tooMany = await run(service, protocol, "chatbot-agent", { input: { message: [{ type: "text", text: "Look" }, image(), image(), image(), image()] } });
+      assert.equal(tooMany.status, 413, protocol);
+      assert.equal(tooMany.body?.error_code, "payload_too_large");
+      assert.match(String(tooMany.body?.detail), /more than 3 attachments \(MULTIMODAL_MAX_ATTACHMENTS\)/);
+    }
+    const within = await run(service, "invoke", "chatbot-agent", {
+      input: { message: [{ type: "text", text: "a" }, { type: "text", text: "b" }, image(), image(), { type: "image", data: PNG, mime_type: "image/png" }] },
+    });
+    assert.equal(within.status, 200, within.text);
+  });
+
+  test("malformed blocks are 422", async () => {
+    const malformed: unknown[] = [
+      [],
+      [{ type: "image" }],
+      [{ type: "image", data: PNG }],
+      [{ type: "image", url: imageUrl, data: PNG, mime_type: "image/png" }],
+      [{ type: "image", url: "file:///etc/passwd" }],
+      [{ type: "image", data: PNG, mime_type: "text/plain" }],
+      [{ type: "video", data: "AAAA" }],
+      [{ type: "sticker", data: "AAAA", mime_type: "image/png" }],
+      [{ type: "text" }],
+      [{ type: "text", text: "hi", extra: true }],
+      [{ type: "file", data: PDF, mime_type: "application/pdf", filename: "" }],
+    ];
+    for (const message of malformed) {
+      const response = await call(service, "POST", "/chatbot-agent/invoke", { input: { message } });
+      assert.equal(response.status, 422, JSON.stringify(message));
+      assert.equal(((await response.json()) as { error_code: string }).error_code, "validation_failed");
+    }
+  });
+
+  test("blocks reach each provider in its own format; the service never fetches an image URL", async () => {
+    const blocks = [
+      { type: "text", text: "What is in these?" },
+      image(),
+      { type: "image", data: PNG, mime_type: "image/png" },
+      { type: "file", data: PDF, mime_type: "application/pdf", filename: "report.pdf" },
+    ];
+    const sent = async (key: string) => {
+      const before = provider.requests.length;
+      const response = await call(service, "POST", "/chatbot-agent/invoke", { input: { message: blocks }, model_config_key: key });
+      assert.equal(response.status, 200, await response.text());
+      return provider.requests.slice(before)[0]!.body;
+    };
+
+    const openai = (await sent("openai")).messages as Array<{ role: string; content: unknown }>;
+    assert.deepEqual(openai.at(-1), {
+      role: "user",
+      content: [
+        { type: "text", text: "What is in these?" },
+        { type: "image_url", image_url: { url: imageUrl } },
+        { type: "image_url", image_url: { url: `data:image/png;base64,${PNG}` } },
+        { type: "file", file: { file_data: `data:application/pdf;base64,${PDF}`, filename: "report.pdf" } },
+      ],
+    });
+
+    const anthropic = (await sent("anthropic")).messages as Array<{ role: string; content: unknown }>;
+    assert.deepEqual(anthropic.at(-1), {
+      role: "user",
+      content: [
+        { type: "text", text: "What is in these?" },
+        { type: "image", source: { type: "url", url: imageUrl } },
+        { type: "image", source: { type: "base64", media_type: "image/png", data: PNG } },
+        { type: "document", source: { type: "base64", media_type: "application/pdf", data: PDF } },
+      ],
+    });
+
+    const google = (await sent("google")).contents as Array<{ role: string; parts: Array<Record<string, unknown>> }>;
+    const parts = google.at(-1)!.parts;
+    assert.deepEqual(parts[0], { text: "What is in these?" });
+    assert.equal((parts[1]!.fileData as { fileUri: string }).fileUri, imageUrl);
+    assert.deepEqual(parts[2], { inlineData: { mimeType: "image/png", data: PNG } });
+    assert.deepEqual(parts[3], { inlineData: { mimeType: "application/pdf", data: PDF } });
+
+    assert.equal(imageHits, 0, "the image URL was fetched");
+  });
+
+  test("messages read back carry the API's block shape", () => {
+    const blocks = [
+      { type: "text" as const, text: "hi" },
+      { type: "image" as const, data: PNG, mime_type: "image/png" },
+      { type: "file" as const, data: PDF, mime_type: "application/pdf", filename: "report.pdf" },
+    ];
+    const message = toChatMessage(humanMessageFrom(blocks), { threadId: "t", runId: null });
+    assert.deepEqual(message.content, blocks);
+  });
+});
