@@ -104,6 +104,13 @@ function crossFieldProblems(c: Partial<Config>): string[] {
       }
     }
   }
+  if (c.OBSERVABILITY_BACKEND === "langfuse") {
+    if (!c.LANGFUSE_PUBLIC_KEY) problems.push("OBSERVABILITY_BACKEND=langfuse requires LANGFUSE_PUBLIC_KEY");
+    if (!c.LANGFUSE_SECRET_KEY) problems.push("OBSERVABILITY_BACKEND=langfuse requires LANGFUSE_SECRET_KEY");
+  }
+  if (c.OBSERVABILITY_BACKEND === "langsmith" && !c.LANGSMITH_API_KEY) {
+    problems.push("OBSERVABILITY_BACKEND=langsmith requires LANGSMITH_API_KEY");
+  }
   if (c.DEEP_AGENT_INTERRUPT_ON?.length && c.CHECK_INTERRUPTS === false) {
     problems.push("DEEP_AGENT_INTERRUPT_ON needs CHECK_INTERRUPTS=true, or approvals would never reach the caller");
   }

@@ -75,6 +75,8 @@ test("every startup refusal is named", () => {
     [{ ...base, MEMORY_BACKEND: "serverdb" }, /MEMORY_BACKEND=serverdb requires DATABASE_URL/],
     [{ ...base, AUTH_USERS: JSON.stringify({ a: "same", b: "same" }) }, /same token to two users/],
     [{ ...base, PORT: "http" }, /PORT must be an integer/],
+    [{ ...base, OBSERVABILITY_BACKEND: "langfuse", LANGFUSE_PUBLIC_KEY: "pk" }, /OBSERVABILITY_BACKEND=langfuse requires LANGFUSE_SECRET_KEY/],
+    [{ ...base, OBSERVABILITY_BACKEND: "langsmith" }, /OBSERVABILITY_BACKEND=langsmith requires LANGSMITH_API_KEY/],
   ];
   for (const [env, expected] of cases) assert.match(problems(env).join("\n"), expected, JSON.stringify(env));
 });

@@ -9,7 +9,7 @@ import { CallbackHandler } from "@langfuse/langchain";
 import { LangfuseSpanProcessor } from "@langfuse/otel";
 import { getLangfuseTracerProvider, setLangfuseTracerProvider } from "@langfuse/tracing";
 import type { Config } from "../../config/schema.ts";
-import { DELIVERY_TIMEOUT_MS, ObservabilityConfigError, type FeedbackRecord, type ObservabilityBackend } from "./types.ts";
+import { DELIVERY_TIMEOUT_MS, type FeedbackRecord, type ObservabilityBackend } from "./types.ts";
 
 /** Langfuse trace ids are 32 lowercase hex digits: the run's UUID without dashes. */
 export function langfuseTraceId(runId: string): string {
@@ -56,10 +56,7 @@ class RunTraceHandler extends CallbackHandler {
 }
 
 export function createLangfuseBackend(config: Config): ObservabilityBackend {
-  const problems: string[] = [];
-  if (!config.LANGFUSE_PUBLIC_KEY) problems.push("OBSERVABILITY_BACKEND=langfuse requires LANGFUSE_PUBLIC_KEY");
-  if (!config.LANGFUSE_SECRET_KEY) problems.push("OBSERVABILITY_BACKEND=langfuse requires LANGFUSE_SECRET_KEY");
-  if (problems.length) throw new ObservabilityConfigError(problems);
+  // loadConfig refuses langfuse without both keys.
   const credentials = {
     publicKey: config.LANGFUSE_PUBLIC_KEY!,
     secretKey: config.LANGFUSE_SECRET_KEY!,

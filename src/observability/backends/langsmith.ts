@@ -1,7 +1,7 @@
 import { LangChainTracer } from "@langchain/core/tracers/tracer_langchain";
 import { Client } from "langsmith";
 import type { Config } from "../../config/schema.ts";
-import { DELIVERY_TIMEOUT_MS, ObservabilityConfigError, type FeedbackRecord, type ObservabilityBackend } from "./types.ts";
+import { DELIVERY_TIMEOUT_MS, type FeedbackRecord, type ObservabilityBackend } from "./types.ts";
 
 /**
  * LangSmith through LangChain's own tracer. The root run's id is the run id (LangChain uses the
@@ -9,7 +9,7 @@ import { DELIVERY_TIMEOUT_MS, ObservabilityConfigError, type FeedbackRecord, typ
  * the run metadata, where LangSmith groups threads.
  */
 export function createLangsmithBackend(config: Config): ObservabilityBackend {
-  if (!config.LANGSMITH_API_KEY) throw new ObservabilityConfigError(["OBSERVABILITY_BACKEND=langsmith requires LANGSMITH_API_KEY"]);
+  // loadConfig refuses langsmith without an API key.
   const client = new Client({
     apiKey: config.LANGSMITH_API_KEY,
     apiUrl: (config.LANGSMITH_ENDPOINT ?? "https://api.smith.langchain.com").replace(/\/+$/, ""),

@@ -31,13 +31,5 @@ export interface ObservabilityBackend {
   close(): Promise<void>;
 }
 
-/** Thrown at startup when the selected backend lacks its settings. */
-export class ObservabilityConfigError extends Error {
-  constructor(problems: readonly string[]) {
-    super(`agenthost cannot start; fix the observability settings:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
-    this.name = "ObservabilityConfigError";
-  }
-}
-
 /** Per-attempt limit on one delivery call to a backend. */
 export const DELIVERY_TIMEOUT_MS = 10_000;
