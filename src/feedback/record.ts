@@ -58,15 +58,8 @@ function uuidFrom(text: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-export interface FeedbackInput {
-  readonly agentId: string;
-  readonly runId: string;
-  readonly userId: string;
-  readonly key: string;
-  readonly score: number;
-  readonly comment: string | undefined;
-  readonly metadata: Record<string, unknown>;
-}
+/** What the feedback route hands over: the record without its derived id and timestamp. */
+export type FeedbackInput = Omit<FeedbackRecord, "id" | "createdAt">;
 
 /**
  * The record every backend receives. Its id is derived from the content, so the same feedback
