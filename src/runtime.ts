@@ -16,6 +16,7 @@ import { createFeedbackDelivery, type FeedbackDelivery } from "./feedback/delive
 import { createObservabilityBackend, type ObservabilityBackend } from "./observability/backends/index.ts";
 import { attachTracing } from "./observability/backends/instrument.ts";
 import type { Config } from "./config/schema.ts";
+import { applyLangChainSettings } from "./agents/langchain-settings.ts";
 import { loadMcpToolset, McpToolsError, type McpToolset } from "./agents/mcp-tools.ts";
 import { createModelCatalog, type ModelCatalog } from "./models/catalog.ts";
 import { createProviderHttpPool, type ProviderHttpPool } from "./models/http-pool.ts";
@@ -75,6 +76,7 @@ export function defaultConversationLock(config: Config, logger: Logger): Convers
 }
 
 export async function buildRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
+  applyLangChainSettings();
   const logger = overrides.logger ?? createLogger(config);
   const metrics = overrides.metrics ?? new ServiceMetrics();
   const runTracker = new RunTracker(config.WORKER_STALL_TIMEOUT * 1000);

@@ -2,6 +2,8 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { storageKey } from "../../src/auth/storage-key.ts";
 import { FAKE_MODEL_ANSWER } from "../../src/models/fake-chat-model.ts";
+import { streamRun } from "../../src/runs/execute.ts";
+import { prepareRun } from "../../src/runs/prepare.ts";
 import { call, startService, type RunningService } from "../helpers/service.ts";
 import { parseJsonl, parseSse } from "../helpers/streams.ts";
 
@@ -133,6 +135,26 @@ describe("runs", () => {
     assert.equal(final.content, FAKE_MODEL_ANSWER);
     assert.equal(final.thread_id, "s1");
     assert.equal(sse.events.at(-1)!.type, "message");
+  });
+
+  test("concurrent runs each stream every token before their final message", async () => {
+    // Driven below HTTP so the runs truly overlap; LangChain's background callback queue used to
+    // deliver tokens of overlapping runs after their streams had ended.
+    const agent = service.runtime.registry.get("chatbot-agent")!;
+    const principal = { kind: "shared-secret", boundUserId: undefined, needsFeedbackProof: false } as const;
+    for (let round = 0; round < 4; round++) {
+      const runs = Array.from({ length: 8 }, async (_, i) => {
+        const run = prepareRun(service.runtime.config, agent, principal, { input: { message: "hi" }, thread_id: `c${round}-${i}` }, service.runtime.models);
+        const events: Array<{ type: string; content: unknown }> = [];
+        for await (const event of streamRun(run, new AbortController().signal, { tokens: true })) events.push(event);
+        return events;
+      });
+      for (const events of await Promise.all(runs)) {
+        const tokens = events.filter((e) => e.type === "token").map((e) => e.content as string);
+        assert.equal(tokens.join(""), FAKE_MODEL_ANSWER);
+        assert.equal(events.at(-1)!.type, "message");
+      }
+    }
   });
 
   test("SSE without tokens: complete messages only", async () => {
