@@ -6,7 +6,7 @@ import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph-chec
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import type { Config } from "../config/schema.ts";
-import { withSetupLock } from "./pg-setup-lock.ts";
+import { withSetupLock } from "./pg-transaction.ts";
 
 export type BackendKind = Config["MEMORY_BACKEND"];
 

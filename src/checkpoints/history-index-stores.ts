@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
 import type pg from "pg";
-import { withSetupLock } from "./pg-setup-lock.ts";
+import { inTransaction, withSetupLock } from "./pg-transaction.ts";
 import { NULL_TASK_ID, type HistoryIndexStore, type IndexEntry, type LatestCheckpoint } from "./history-index.ts";
 
 /**
@@ -224,9 +224,7 @@ ORDER BY c.checkpoint_id DESC LIMIT 1`,
   }
 
   async write(threadId: string, checkpointId: string, entry: IndexEntry, newChunks: ReadonlyArray<readonly [string, string]>) {
-    const client = await this.pool.connect();
-    try {
-      await client.query("BEGIN");
+    await inTransaction(this.pool, async (client) => {
       if (newChunks.length) {
         await client.query(
           `INSERT INTO ${this.chunks} (thread_id, checkpoint_ns, chunk_hash, messages)
@@ -242,13 +240,7 @@ ORDER BY c.checkpoint_id DESC LIMIT 1`,
          DO UPDATE SET total = EXCLUDED.total, chunk_size = EXCLUDED.chunk_size, chunks = EXCLUDED.chunks`,
         [threadId, checkpointId, entry.total, entry.chunkSize, JSON.stringify(entry.chunks)],
       );
-      await client.query("COMMIT");
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   async readChunks(threadId: string, hashes: readonly string[]): Promise<Map<string, string>> {
