@@ -1,5 +1,6 @@
 // Start the real bin/agenthost as a child process and talk to it over fresh TCP connections.
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import http from "node:http";
 import net from "node:net";
 import path from "node:path";
@@ -197,6 +198,27 @@ export const invoke = (base: string, agent: string, thread: string, message: str
   request(base, "POST", `/${agent}/invoke`, { input: { message }, thread_id: thread }, headers);
 
 /** Workers (by cluster worker id) whose request log lines carry one of these request ids. */
+/**
+ * `count` conversations, each sent two identical slow invokes at the same moment. Returns the reply
+ * pairs and the request ids used, so a test can check which workers served them.
+ */
+export async function concurrentPairs(base: string, count = 8): Promise<{ pairs: Reply[][]; ids: Set<string> }> {
+  const ids = new Set<string>();
+  const pairs = await Promise.all(
+    Array.from({ length: count }, () => {
+      const thread = randomUUID();
+      return Promise.all(
+        [0, 1].map(() => {
+          const id = randomUUID();
+          ids.add(id);
+          return invoke(base, "slow-agent", thread, "sleep 1000", { "x-request-id": id });
+        }),
+      );
+    }),
+  );
+  return { pairs, ids };
+}
+
 export function workersServing(logs: readonly LogLine[], requestIds: ReadonlySet<string>): Set<number> {
   const workers = new Set<number>();
   for (const l of logs) {

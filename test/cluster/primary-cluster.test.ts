@@ -17,6 +17,7 @@ import {
   workersServing,
   type Cluster,
   type Reply,
+  concurrentPairs,
 } from "./cluster-helper.ts";
 
 describe("cluster with primary-brokered locks", () => {
@@ -86,19 +87,7 @@ describe("cluster with primary-brokered locks", () => {
   });
 
   test("two concurrent requests on one conversation: exactly one 409, whichever workers serve them", async () => {
-    const ids = new Set<string>();
-    const pairs = await Promise.all(
-      Array.from({ length: 8 }, async () => {
-        const thread = randomUUID();
-        return Promise.all(
-          [0, 1].map(() => {
-            const id = randomUUID();
-            ids.add(id);
-            return invoke(cluster.url, "slow-agent", thread, "sleep 1000", { "x-request-id": id });
-          }),
-        );
-      }),
-    );
+    const { pairs, ids } = await concurrentPairs(cluster.url);
     for (const pair of pairs) {
       assert.deepEqual(pair.map((r) => r.status).sort(), [200, 409]);
       assert.equal(pair.find((r) => r.status === 409)!.json().error_code, "conversation_busy");

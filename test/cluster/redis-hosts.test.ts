@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import pg from "pg";
-import { eventually, invoke, metric, scrape, startCluster, workersServing, type Cluster, type Reply } from "./cluster-helper.ts";
+import { eventually, invoke, metric, scrape, startCluster, workersServing, type Cluster, type Reply, concurrentPairs } from "./cluster-helper.ts";
 
 const DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test";
 const REDIS_URL = "redis://127.0.0.1:6379";
@@ -46,19 +46,7 @@ describe("two hosts sharing PostgreSQL and Redis", () => {
   });
 
   test("two concurrent requests on one conversation: exactly one 409, whichever workers serve them", async () => {
-    const ids = new Set<string>();
-    const pairs = await Promise.all(
-      Array.from({ length: 8 }, async () => {
-        const thread = randomUUID();
-        return Promise.all(
-          [0, 1].map(() => {
-            const id = randomUUID();
-            ids.add(id);
-            return invoke(hostA.url, "slow-agent", thread, "sleep 1000", { "x-request-id": id });
-          }),
-        );
-      }),
-    );
+    const { pairs, ids } = await concurrentPairs(hostA.url);
     for (const pair of pairs) assert.deepEqual(pair.map((r) => r.status).sort(), [200, 409], pair.map((r) => r.body).join("\n"));
     await eventually(() => workersServing(hostA.logs, ids).size === 2, 5_000, "both workers served the pairs");
   });
