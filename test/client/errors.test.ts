@@ -4,8 +4,8 @@ import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
-import { AgentClient, AgentClientError } from "../../src/client/index.ts";
-import { sendJson, startScriptedServer, type ScriptedServer } from "./scripted-server.ts";
+import { AgentClient } from "../../src/client/index.ts";
+import { failure, sendJson, startScriptedServer, type ScriptedServer } from "./scripted-server.ts";
 
 let server: ScriptedServer;
 const client = (options: { timeout?: number } = {}) =>
@@ -15,16 +15,6 @@ before(async () => {
   server = await startScriptedServer();
 });
 after(() => server.close());
-
-async function failure(call: Promise<unknown>): Promise<AgentClientError> {
-  try {
-    await call;
-  } catch (error) {
-    assert.ok(error instanceof AgentClientError, `expected AgentClientError, got ${String(error)}`);
-    return error;
-  }
-  assert.fail("the call succeeded");
-}
 
 test("503 service_busy: status, error_code and Retry-After, and exactly one request (no retry)", async () => {
   server.route("POST /bot/invoke", (_req, res) =>

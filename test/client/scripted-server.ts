@@ -1,5 +1,7 @@
+import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { AgentClientError } from "../../src/client/index.ts";
 
 /** One request the scripted server received. */
 export interface RecordedRequest {
@@ -124,4 +126,15 @@ export async function drain<T>(items: AsyncIterable<T>): Promise<{ items: T[]; e
   } catch (error) {
     return { items: seen, error };
   }
+}
+
+/** The AgentClientError a call rejected with; fails the test if it resolved or threw anything else. */
+export async function failure(call: Promise<unknown>): Promise<AgentClientError> {
+  try {
+    await call;
+  } catch (error) {
+    assert.ok(error instanceof AgentClientError, `expected AgentClientError, got ${String(error)}`);
+    return error;
+  }
+  assert.fail("the call succeeded");
 }

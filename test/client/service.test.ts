@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, test, type TestContext } from "node:test";
 import { Agent, fetch as undiciFetch } from "undici";
 import { storageKey } from "../../src/auth/storage-key.ts";
-import { AgentClient, AgentClientError, type ChatMessage, type FetchLike, type StreamItem } from "../../src/client/index.ts";
+import { AgentClient, type ChatMessage, type FetchLike, type StreamItem } from "../../src/client/index.ts";
+import { failure } from "./scripted-server.ts";
 import { startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
 
 const FAKE = "This is a test response from the fake model.";
@@ -50,16 +51,6 @@ async function collect(items: AsyncIterable<StreamItem>): Promise<{ tokens: stri
     else messages.push(item);
   }
   return { tokens, messages };
-}
-
-async function failure(call: Promise<unknown>): Promise<AgentClientError> {
-  try {
-    await call;
-  } catch (error) {
-    assert.ok(error instanceof AgentClientError, `expected AgentClientError, got ${String(error)}`);
-    return error;
-  }
-  assert.fail("the call succeeded");
 }
 
 describe("runs", () => {
