@@ -78,8 +78,8 @@ export function prepareRun(
   body: InvokeRequest,
   models?: ModelCatalog,
 ): PreparedRun {
-  // Identity first: a caller acting for another user learns nothing else about the request.
-  effectiveUserId(principal, body.user_id, config.AUTH_SERVICE_USER_ID);
+  // Identity first (runEnvelope resolves it): a caller acting for another user learns nothing else.
+  const envelope = runEnvelope(config, agent, principal, body, body.agent_config);
 
   const selectsModel = body.model_config_key !== undefined || body.model_name !== undefined || body.model_provider !== undefined;
   if (selectsModel && !agent.supportsModelSelection) {
@@ -95,11 +95,9 @@ export function prepareRun(
       detail: `The message has more than ${config.MULTIMODAL_MAX_ATTACHMENTS} attachments (MULTIMODAL_MAX_ATTACHMENTS).`,
     });
   }
+  // agent_config may not name REQUEST_MODEL_KEY (schemas.ts), so the selected model cannot be overridden.
   const model = selectsModel ? models?.select(body) : undefined;
+  if (model) envelope.graphConfig.configurable = { ...envelope.graphConfig.configurable, [REQUEST_MODEL_KEY]: model };
 
-  const envelope = runEnvelope(config, agent, principal, body, {
-    ...body.agent_config,
-    ...(model ? { [REQUEST_MODEL_KEY]: model } : {}),
-  });
   return { ...envelope, input: { messages: [humanMessageFrom(body.input.message)] } };
 }
