@@ -5,5 +5,6 @@
 export { AgentClient, DEFAULT_STREAM_TIMEOUT_MS, DEFAULT_TIMEOUT_MS } from "./agent-client.ts";
 export type { AgentClientOptions, FetchLike } from "./agent-client.ts";
 export { AgentClientError } from "./errors.ts";
+export { pendingInterrupts } from "./interrupts.ts";
 export type { AgentClientErrorInit, AgentClientErrorKind } from "./errors.ts";
 export type * from "./types.ts";

@@ -9,12 +9,16 @@ export interface TextBlock {
   text: string;
 }
 
-/** An image by URL, or base64 media (then `mime_type` is required by the service). */
+/**
+ * Media (image, file, audio, video) by URL, or as base64 bytes (then `mime_type` is required by the
+ * service). `data` is accepted as an alias of `base64`; messages read back use `base64`.
+ */
 export interface MediaBlock {
-  type: "image" | (string & {});
+  type: "image" | "file" | "audio" | "video" | (string & {});
   url?: string;
-  data?: string;
+  base64?: string;
   mime_type?: string;
+  filename?: string;
   [key: string]: unknown;
 }
 
@@ -23,13 +27,19 @@ export type ContentBlock = TextBlock | MediaBlock;
 /** `input.message`: a string or a list of content blocks. */
 export type MessageContent = string | ContentBlock[];
 
-/** One tool call on an intermediate assistant message (LangChain's shape; the spec does not fix it). */
+/** One tool call on an intermediate assistant message (LangChain's shape); `id` is null when the model gave none. */
 export interface ToolCall {
   name: string;
   args: Record<string, unknown>;
-  id?: string | null;
-  type?: string;
+  id: string | null;
+  type?: "tool_call";
   [key: string]: unknown;
+}
+
+/** One interrupt a paused run waits on: its id and the value the graph paused with. */
+export interface PendingInterrupt {
+  id: string;
+  value: unknown;
 }
 
 /** Token counts of the returned model message only; `null` on a message means "unavailable", not zero. */
@@ -41,8 +51,8 @@ export interface UsageMetadata {
 }
 
 export interface ChatMessage {
-  /** `ai`, `human`, `tool`, or another message type the agent emits. */
-  type: "ai" | "human" | "tool" | (string & {});
+  /** `ai`, `human`, `tool` or `custom` (stored messages of other kinds read back as `custom`). */
+  type: "ai" | "human" | "tool" | "custom";
   content: string | ContentBlock[];
   thread_id: string;
   /** One agent run; the id feedback refers to. Not a conversation id. */
@@ -52,6 +62,12 @@ export interface ChatMessage {
   tool_calls?: ToolCall[];
   /** Proof for feedback on this run, returned to token users. The client never stores it. */
   feedback_token?: string;
+  tool_call_id?: string;
+  /**
+   * A custom message's data; on a run paused by interrupts, `{interrupts: PendingInterrupt[]}` (read it
+   * with `pendingInterrupts`); on a stored message of another kind (system), `{message_type}`.
+   */
+  custom_data?: Record<string, unknown>;
   [key: string]: unknown;
 }
 
@@ -79,11 +95,16 @@ export interface HistoryPage {
 
 /** One message to append to a conversation without running the agent. */
 export interface MessageInput {
-  type: "ai" | "human" | (string & {});
+  type: "ai" | "human" | "tool" | "custom";
   content: MessageContent;
+  /** ai messages: the tool calls the tool messages that follow answer. */
+  tool_calls?: Array<Omit<ToolCall, "id"> & { id?: string | null }>;
+  /** tool messages: the call they answer (required there). */
+  tool_call_id?: string;
+  /** custom messages: their data. */
+  custom_data?: Record<string, unknown>;
   usage_metadata?: UsageMetadata | null;
   response_metadata?: Record<string, unknown>;
-  [key: string]: unknown;
 }
 
 /** Options every call accepts. */

@@ -2,19 +2,47 @@
  * Every failure the API reports, in one place: status, optional error_code and the fixed text a
  * caller sees. Handlers throw ApiError; the error middleware renders `{detail, error_code?}`.
  */
+interface CatalogueEntry {
+  readonly status: number;
+  readonly code?: string;
+  readonly detail: string;
+  /** Headers every response of this kind carries (the caller may add more). */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
 export const errorCatalogue = {
-  unauthenticated: { status: 401, detail: "Missing or invalid bearer token." },
+  unauthenticated: { status: 401, detail: "Missing or invalid bearer token.", headers: { "WWW-Authenticate": "Bearer" } },
   forbidden_user: { status: 403, detail: "This token may not act for the requested user_id." },
   feedback_proof_required: { status: 403, code: "feedback_proof_required", detail: "Feedback from this token needs the run's feedback_token." },
   feedback_proof_invalid: { status: 403, code: "feedback_proof_invalid", detail: "The feedback_token was not issued for this user, agent and run." },
   not_found: { status: 404, detail: "Not found." },
   unknown_agent: { status: 404, detail: "No agent with this name is registered." },
-  conversation_busy: { status: 409, code: "conversation_busy", detail: "The conversation is busy with another request; retry when it finishes." },
-  conversation_queue_timeout: { status: 409, code: "conversation_busy", detail: "The conversation stayed busy for the whole queue wait; retry later." },
+  conversation_busy: {
+    status: 409,
+    code: "conversation_busy",
+    detail: "The conversation is busy with another request; retry when it finishes.",
+    headers: { "Retry-After": "1" },
+  },
+  conversation_queue_timeout: {
+    status: 409,
+    code: "conversation_busy",
+    detail: "The conversation stayed busy for the whole queue wait; retry later.",
+    headers: { "Retry-After": "1" },
+  },
   payload_too_large: { status: 413, code: "payload_too_large", detail: "The request body exceeds the configured size limit." },
   validation_failed: { status: 422, code: "validation_failed", detail: "The request failed validation." },
-  service_busy: { status: 503, code: "service_busy", detail: "The worker is at its concurrent request limit; retry shortly." },
-  shutting_down: { status: 503, code: "shutting_down", detail: "The service is shutting down; retry on another instance." },
+  service_busy: {
+    status: 503,
+    code: "service_busy",
+    detail: "The worker is at its concurrent request limit; retry shortly.",
+    headers: { "Retry-After": "1" },
+  },
+  shutting_down: {
+    status: 503,
+    code: "shutting_down",
+    detail: "The service is shutting down; retry on another instance.",
+    headers: { "Retry-After": "1" },
+  },
   database_unavailable: { status: 503, code: "database_unavailable", detail: "The checkpoint database is unavailable." },
   lock_unavailable: { status: 503, code: "lock_unavailable", detail: "The conversation lock service is unavailable." },
   feedback_signing_unavailable: { status: 503, code: "feedback_signing_unavailable", detail: "Feedback from this token needs FEEDBACK_SIGNING_SECRET, which the service does not have." },
@@ -30,7 +58,7 @@ export const errorCatalogue = {
   recursion_limit: { status: 500, code: "recursion_limit_exceeded", detail: "The run reached its recursion limit." },
   run_failed: { status: 500, code: "run_failed", detail: "The agent run failed." },
   internal: { status: 500, code: "internal_error", detail: "Internal server error." },
-} as const satisfies Record<string, { status: number; code?: string; detail: string }>;
+} as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorKind = keyof typeof errorCatalogue;
 
@@ -41,14 +69,14 @@ export class ApiError extends Error {
   readonly headers: Readonly<Record<string, string>>;
 
   constructor(kind: ErrorKind, options: { detail?: string; headers?: Record<string, string> } = {}) {
-    const entry: { status: number; code?: string; detail: string } = errorCatalogue[kind];
+    const entry: CatalogueEntry = errorCatalogue[kind];
     const detail = options.detail ?? entry.detail;
     super(detail);
     this.name = "ApiError";
     this.status = entry.status;
     this.errorCode = entry.code;
     this.detail = detail;
-    this.headers = options.headers ?? {};
+    this.headers = { ...entry.headers, ...options.headers };
   }
 
   toBody(): { detail: string; error_code?: string } {

@@ -32,9 +32,14 @@ const RESERVED = new Set([
 
 const normalise = (name: string) => name.replace(/[^A-Za-z0-9]/g, "").toLowerCase();
 
+/** True for a name that identifies the feedback's target or the record itself (any spelling). */
+export function isReservedName(name: string): boolean {
+  return RESERVED.has(normalise(name));
+}
+
 /** The extra fields of a feedback body, without reserved names. */
 export function ordinaryMetadata(extra: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(extra).filter(([name]) => !RESERVED.has(normalise(name))));
+  return Object.fromEntries(Object.entries(extra).filter(([name]) => !isReservedName(name)));
 }
 
 /** JSON with object keys sorted at every level, so equal content hashes equally. */

@@ -9,38 +9,67 @@ export const apiSchemas = z.registry<{ id: string }>();
 
 const identifier = z.string().min(1).max(256);
 
-export const contentBlockSchema = z
-  .discriminatedUnion("type", [
-    z.strictObject({ type: z.literal("text"), text: z.string() }),
-    z.strictObject({
-      type: z.literal("image"),
-      url: z
-        .string()
-        .min(1)
-        .regex(/^(https?:\/\/|data:)/i, { error: "must be an http(s) or data: URL" })
-        .optional(),
-      data: z.string().min(1).optional(),
-      mime_type: z.string().regex(/^image\/[\w.+-]+$/).optional(),
-    }),
-    z.strictObject({ type: z.enum(["audio", "video"]), data: z.string().min(1), mime_type: z.string().min(3) }),
-    z.strictObject({
-      type: z.literal("file"),
-      data: z.string().min(1),
-      mime_type: z.string().min(3),
-      filename: z.string().min(1).max(255).optional(),
-    }),
-  ])
+/**
+ * An optional request field. The original service's clients send every unset field as JSON `null`,
+ * so `null` and absence mean the same thing: both parse to `undefined`.
+ */
+export function optional<T extends z.ZodType>(schema: T) {
+  return schema
+    .nullish()
+    .transform((value): z.output<T> | undefined => value ?? undefined)
+    .optional();
+}
+
+/** A `user_id` field: as `optional`, and an empty string also counts as omitted. */
+const userIdField = optional(z.union([z.literal(""), identifier]).transform((value) => value || undefined));
+
+const httpOrDataUrl = z
+  .string()
+  .min(1)
+  .regex(/^(https?:\/\/|data:)/i, { error: "must be an http(s) or data: URL" });
+
+/** A media block after validation: `data` folded into `base64`, nulls gone. */
+export interface MediaBlock {
+  type: "image" | "file" | "audio" | "video";
+  url?: string | undefined;
+  base64?: string | undefined;
+  mime_type?: string | undefined;
+  filename?: string | undefined;
+}
+
+const mediaBlockSchema = z
+  .strictObject({
+    type: z.enum(["image", "file", "audio", "video"]),
+    url: optional(httpOrDataUrl).describe("The media by URL; the provider fetches it, the service never does."),
+    base64: optional(z.string().min(1)).describe("The media's bytes, base64-encoded; needs mime_type."),
+    data: optional(z.string().min(1)).describe("Alias of base64."),
+    mime_type: optional(z.string().regex(/^[\w.+-]+\/[\w.+-]+$/, { error: "must be a MIME type such as image/png" })),
+    filename: optional(z.string().min(1).max(255)),
+  })
   .superRefine((block, ctx) => {
-    if (block.type !== "image") return;
-    if ((block.url === undefined) === (block.data === undefined)) {
-      ctx.addIssue({ code: "custom", message: "an image block needs exactly one of url or data" });
+    if (block.base64 !== undefined && block.data !== undefined) {
+      ctx.addIssue({ code: "custom", message: "give the bytes once: base64 (data is its alias)", path: ["data"] });
     }
-    if (block.data !== undefined && block.mime_type === undefined) {
-      ctx.addIssue({ code: "custom", message: "a base64 image block needs mime_type", path: ["mime_type"] });
+    const bytes = block.base64 ?? block.data;
+    if ((block.url === undefined) === (bytes === undefined)) {
+      ctx.addIssue({ code: "custom", message: `a ${block.type} block needs exactly one of url or base64` });
+    }
+    if (bytes !== undefined && block.mime_type === undefined) {
+      ctx.addIssue({ code: "custom", message: `a base64 ${block.type} block needs mime_type`, path: ["mime_type"] });
+    }
+    if (block.type === "image" && block.mime_type !== undefined && !block.mime_type.startsWith("image/")) {
+      ctx.addIssue({ code: "custom", message: "an image block's mime_type must be image/*", path: ["mime_type"] });
     }
   })
+  .transform(({ data, base64, ...rest }): MediaBlock => {
+    const bytes = base64 ?? data;
+    return bytes === undefined ? rest : { ...rest, base64: bytes };
+  });
+
+export const contentBlockSchema = z
+  .discriminatedUnion("type", [z.strictObject({ type: z.literal("text"), text: z.string() }), mediaBlockSchema])
   .register(apiSchemas, { id: "ContentBlock" });
-export type ContentBlock = z.infer<typeof contentBlockSchema>;
+export type ContentBlock = z.output<typeof contentBlockSchema>;
 
 export const messageContentSchema = z.union([z.string(), z.array(contentBlockSchema).min(1)]);
 
@@ -64,16 +93,35 @@ const agentConfigSchema = z.record(z.string(), z.unknown()).superRefine((value, 
   }
 });
 
+/** Run-body fields that belong at the top level; `input` may not carry them. */
+const TOP_LEVEL_FIELDS = ["thread_id", "user_id", "model_name", "model_provider", "model_config_key", "agent_config", "recursion_limit"];
+
 const runFields = {
-  input: z.strictObject({ message: messageContentSchema }).describe("Agent input; identity fields are top-level, never here."),
-  thread_id: identifier.optional().describe("Public conversation id; omitted on invoke: a new one is created and returned."),
-  user_id: identifier.optional().describe("Trusted callers: any user (default AUTH_SERVICE_USER_ID). Token users: omit or their own id."),
-  model_config_key: identifier.optional().describe("A MODEL_CONFIGS name; only for agents that support runtime model selection."),
-  model_name: identifier.optional().describe("A provider model name, e.g. gpt-4o-mini; same support requirement."),
-  model_provider: identifier.optional().describe("openai, anthropic or google; inferred from model_name when omitted."),
-  agent_config: agentConfigSchema.optional(),
-  recursion_limit: z.number().int().min(1).max(10_000).optional(),
+  input: z
+    .looseObject({ message: messageContentSchema })
+    .superRefine((input, ctx) => {
+      for (const key of TOP_LEVEL_FIELDS) {
+        if (key in input) ctx.addIssue({ code: "custom", message: `${key} belongs at the top level of the body, not in input`, path: [key] });
+      }
+    })
+    .describe(
+      "Agent input; identity fields are top-level, never here. Other keys answer a pending interrupt " +
+        "(`resume` keyed by interrupt id, `responses`); a new run ignores them.",
+    ),
+  thread_id: optional(identifier).describe("Public conversation id; omitted on invoke: a new one is created and returned."),
+  user_id: userIdField.describe("Trusted callers: any user (default AUTH_SERVICE_USER_ID). Token users: omit or their own id."),
+  model_config_key: optional(identifier).describe("A MODEL_CONFIGS name; only for agents that support runtime model selection."),
+  model_name: optional(identifier).describe("A provider model name, e.g. gpt-4o-mini; same support requirement."),
+  model_provider: optional(identifier).describe("openai, anthropic, google or fake; alone, it selects that provider's default model."),
+  agent_config: optional(agentConfigSchema),
+  recursion_limit: optional(z.number().int().min(1).max(10_000)),
 };
+
+const streamTokensField = z
+  .boolean()
+  .nullish()
+  .transform((value) => value ?? true)
+  .describe("true (default): token events plus messages; false: complete messages only.");
 
 export const invokeRequestSchema = z.strictObject(runFields).register(apiSchemas, { id: "InvokeRequest" });
 export type InvokeRequest = z.infer<typeof invokeRequestSchema>;
@@ -81,19 +129,19 @@ export type InvokeRequest = z.infer<typeof invokeRequestSchema>;
 export const streamRequestSchema = z
   .strictObject({
     ...runFields,
-    stream_tokens: z.boolean().default(true).describe("true: token events plus messages; false: complete messages only."),
+    stream_tokens: streamTokensField,
   })
   .register(apiSchemas, { id: "StreamRequest" });
 export type StreamRequest = z.infer<typeof streamRequestSchema>;
 
 const resumeFields = {
   thread_id: identifier.describe("The paused conversation."),
-  user_id: identifier.optional().describe("Same rules as on invoke."),
+  user_id: userIdField.describe("Same rules as on invoke."),
   resume: z
     .unknown()
     .refine((v) => v !== undefined && v !== null, { error: "resume is required and may not be null" })
     .describe("The value handed back to the interrupted graph: an answer, or for approvals {decisions: [{type: approve|edit|reject, ...}]}."),
-  interrupt_id: identifier.optional().describe("Which pending interrupt to resume; required when several are pending."),
+  interrupt_id: optional(identifier).describe("Which pending interrupt to resume; required when several are pending."),
 };
 
 export const resumeRequestSchema = z.strictObject(resumeFields).register(apiSchemas, { id: "ResumeRequest" });
@@ -102,13 +150,16 @@ export type ResumeRequest = z.infer<typeof resumeRequestSchema>;
 export const resumeStreamRequestSchema = z
   .strictObject({
     ...resumeFields,
-    stream_tokens: z.boolean().default(true).describe("true: token events plus messages; false: complete messages only."),
+    stream_tokens: streamTokensField,
   })
   .register(apiSchemas, { id: "ResumeStreamRequest" });
 
+/** The message types a ChatMessage can have; the original service's clients accept no others. */
+export const CHAT_MESSAGE_TYPES = ["human", "ai", "tool", "custom"] as const;
+
 export const chatMessageSchema = z
   .object({
-    type: z.string().describe("ai, human, tool, system, or interrupt"),
+    type: z.enum(CHAT_MESSAGE_TYPES).describe("ai (answers, and a run paused by an interrupt), human, tool, or custom"),
     content: z.union([z.string(), z.array(z.record(z.string(), z.unknown()))]),
     thread_id: z.string(),
     run_id: z.string().nullable(),
@@ -119,14 +170,19 @@ export const chatMessageSchema = z
       .describe("Token counts of this model message; null means unavailable, not zero."),
     response_metadata: z.record(z.string(), z.unknown()),
     tool_calls: z.array(
-      z.object({ id: z.string().optional(), name: z.string(), args: z.record(z.string(), z.unknown()) }).passthrough(),
+      z
+        .object({ id: z.string().nullable(), name: z.string(), args: z.record(z.string(), z.unknown()), type: z.literal("tool_call") })
+        .passthrough(),
     ),
     tool_call_id: z.string().optional(),
-    feedback_token: z.string().optional(),
-    interrupts: z
-      .array(z.object({ id: z.string(), value: z.unknown() }))
+    custom_data: z
+      .record(z.string(), z.unknown())
       .optional()
-      .describe("On type `interrupt`: each pending interrupt's id and value; resume with POST /resume."),
+      .describe(
+        "custom messages: their data. A run paused by interrupts: {interrupts: [{id, value}]} (answer with /resume, or with " +
+          "the next run's input). A stored message of another kind (e.g. system): {message_type}.",
+      ),
+    feedback_token: z.string().optional(),
   })
   .register(apiSchemas, { id: "ChatMessage" });
 export type ChatMessage = z.infer<typeof chatMessageSchema>;
@@ -164,24 +220,62 @@ const usageMetadataSchema = z
   .object({ input_tokens: z.number().int().min(0), output_tokens: z.number().int().min(0), total_tokens: z.number().int().min(0) })
   .passthrough();
 
+const toolCallInputSchema = z.strictObject({
+  name: identifier,
+  args: z.record(z.string(), z.unknown()),
+  id: optional(identifier),
+  type: optional(z.literal("tool_call")),
+});
+
+/** The message types an append accepts. */
+const MESSAGE_INPUT_TYPES = ["human", "ai", "tool", "custom"] as const;
+
+/**
+ * One message to append, in the original client's full shape: every field but type and content is
+ * sent (null or empty when unused). A field that only another type uses must be null or empty.
+ */
 export const messageInputSchema = z
-  .discriminatedUnion("type", [
-    z.strictObject({ type: z.literal("human"), content: messageContentSchema }),
-    z.strictObject({ type: z.literal("system"), content: messageContentSchema }),
-    z.strictObject({
-      type: z.literal("ai"),
-      content: z.union([z.string(), z.array(contentBlockSchema)]),
-      usage_metadata: usageMetadataSchema.nullable().optional(),
-      response_metadata: z.record(z.string(), z.unknown()).optional(),
+  .strictObject({
+    type: z.enum(MESSAGE_INPUT_TYPES, {
+      error: (issue) =>
+        issue.input === "system"
+          ? "system messages cannot be imported: an agent's instructions are part of the agent, not the conversation"
+          : `must be one of ${MESSAGE_INPUT_TYPES.join(", ")}`,
     }),
-    z.strictObject({ type: z.literal("tool"), content: messageContentSchema, tool_call_id: identifier }),
-  ])
+    content: z.union([z.string(), z.array(contentBlockSchema)]),
+    custom_data: optional(z.record(z.string(), z.unknown())).describe("custom messages only"),
+    tool_call_id: optional(identifier).describe("tool messages only (required there)"),
+    tool_calls: optional(z.array(toolCallInputSchema).max(1000)).describe("ai messages only"),
+    usage_metadata: optional(usageMetadataSchema).describe("ai messages only"),
+    response_metadata: optional(z.record(z.string(), z.unknown())),
+  })
+  .superRefine((message, ctx) => {
+    const misplaced = (field: string, owner: string) =>
+      ctx.addIssue({ code: "custom", message: `only ${owner} messages carry ${field}; send null or leave it out`, path: [field] });
+    if (message.type === "tool" && message.tool_call_id === undefined) {
+      ctx.addIssue({ code: "custom", message: "a tool message needs the tool_call_id it answers", path: ["tool_call_id"] });
+    }
+    if (message.type !== "tool" && message.tool_call_id !== undefined) misplaced("tool_call_id", "tool");
+    if (message.type !== "ai" && message.tool_calls?.length) misplaced("tool_calls", "ai");
+    if (message.type !== "ai" && message.usage_metadata !== undefined) misplaced("usage_metadata", "ai");
+    if (message.type !== "custom" && message.custom_data !== undefined && Object.keys(message.custom_data).length) {
+      misplaced("custom_data", "custom");
+    }
+  })
   .register(apiSchemas, { id: "MessageInput" });
-export type MessageInput = z.infer<typeof messageInputSchema>;
+export type MessageInput = z.output<typeof messageInputSchema>;
 
 const conversationFields = {
   thread_id: identifier.describe("The conversation (required)."),
-  user_id: identifier.optional().describe("The conversation's owner: trusted callers only; token users omit it or name themselves."),
+  user_id: userIdField.describe("The conversation's owner: trusted callers only; token users omit it or name themselves."),
+};
+
+/** What add and clear answer besides their own fields, as the original service did. */
+const conversationOutcomeFields = {
+  status: z.literal("success"),
+  thread_id: z.string(),
+  user_id: z.string().nullable().describe("The user_id as the request sent it (null when omitted)."),
+  message: z.string(),
 };
 
 export const addMessagesRequestSchema = z
@@ -189,23 +283,26 @@ export const addMessagesRequestSchema = z
   .register(apiSchemas, { id: "AddMessagesRequest" });
 
 export const addMessagesResponseSchema = z
-  .object({ thread_id: z.string(), added: z.number().int(), total: z.number().int() })
+  .object({ ...conversationOutcomeFields, added: z.number().int(), total: z.number().int() })
   .register(apiSchemas, { id: "AddMessagesResponse" });
 
 export const clearHistoryRequestSchema = z.strictObject(conversationFields).register(apiSchemas, { id: "ClearHistoryRequest" });
 
 export const clearHistoryResponseSchema = z
-  .object({ thread_id: z.string(), cleared: z.literal(true) })
+  .object({ ...conversationOutcomeFields, cleared: z.literal(true) })
   .register(apiSchemas, { id: "ClearHistoryResponse" });
 
 export const feedbackRequestSchema = z
   .object({
-    run_id: z.uuid({ error: "must be the run_id of a run (a UUID)" }),
+    run_id: z.string().min(1).max(256).describe("The run's run_id."),
     key: z.string().min(1).max(256),
     score: z.number().finite(),
-    user_id: identifier.optional(),
-    feedback_token: z.string().min(1).max(512).optional().describe("The run's proof; required for every principal but the trusted shared secret."),
-    comment: z.string().max(10_000).optional(),
+    user_id: userIdField,
+    feedback_token: optional(z.string().min(1).max(512)).describe("The run's proof; required for every principal but the trusted shared secret."),
+    comment: optional(z.string().max(10_000)),
+    kwargs: optional(z.record(z.string(), z.unknown())).describe(
+      "The original client's extra fields: comment and ordinary metadata; a name of the target or identity is refused (422).",
+    ),
   })
   .catchall(z.unknown())
   .describe("Other fields are ordinary metadata; they cannot change the run, user, trace, observation or record id.")

@@ -6,6 +6,7 @@ import { FakeChatModel } from "./fake-chat-model.ts";
 import type { ProviderHttpPool } from "./http-pool.ts";
 import { createProviderModel, type ModelSpec, type Provider, type ProviderDefaults } from "./providers.ts";
 import {
+  PROVIDER_DEFAULT_MODELS,
   isProvider,
   providerConfigured,
   providerOfModelName,
@@ -140,11 +141,11 @@ export function createModelCatalog(config: Config, pool: Pick<ProviderHttpPool, 
         if (!model) throw invalid(`model_config_key "${key}" is not a configured model.`);
         return model;
       }
-      if (name === undefined) {
-        if (provider !== undefined) throw invalid("model_provider needs model_name.");
-        return undefined;
-      }
-      return byModelName(name, provider);
+      if (name !== undefined) return byModelName(name, provider);
+      if (provider === undefined) return undefined;
+      // model_provider alone: that provider's default model (the worker's own, when it is that provider's).
+      if (provider === defaultProvider) return defaultModel;
+      return byModelName(isProvider(provider) && provider !== "fake" ? PROVIDER_DEFAULT_MODELS[provider] : provider, provider);
     },
   });
 }

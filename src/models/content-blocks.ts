@@ -10,31 +10,33 @@ export type LangChainBlock = Record<string, unknown> & { type: string };
 
 export function toLangChainBlocks(blocks: readonly ContentBlock[]): LangChainBlock[] {
   return blocks.map((block): LangChainBlock => {
-    switch (block.type) {
-      case "text":
-        return { type: "text", text: block.text };
-      case "image":
-        return block.url !== undefined ? { type: "image", url: block.url } : { type: "image", data: block.data, mimeType: block.mime_type };
-      case "file":
-        return { type: "file", data: block.data, mimeType: block.mime_type, metadata: { filename: block.filename ?? "attachment" } };
-      default:
-        return { type: block.type, data: block.data, mimeType: block.mime_type };
-    }
+    if (block.type === "text") return { type: "text", text: block.text };
+    const out: LangChainBlock = block.url !== undefined ? { type: block.type, url: block.url } : { type: block.type, data: block.base64 };
+    if (block.mime_type !== undefined) out.mimeType = block.mime_type;
+    if (block.type === "file") out.metadata = { filename: block.filename ?? "attachment" };
+    else if (block.filename !== undefined) out.metadata = { filename: block.filename };
+    return out;
   });
 }
 
-/** The reverse, for messages read back (history, streams): `mimeType` → `mime_type`, filename hoisted. */
+const MEDIA_TYPES = new Set(["image", "audio", "video", "file"]);
+
+/** The reverse, for messages read back (history, streams): `data` → `base64`, `mimeType` → `mime_type`, filename hoisted. */
 export function toApiBlocks(content: readonly unknown[]): Array<Record<string, unknown>> {
   return content.map((item) => {
     if (typeof item !== "object" || item === null) return { type: "text", text: String(item) };
     const block = { ...(item as Record<string, unknown>) };
-    if (!["image", "audio", "video", "file"].includes(String(block.type))) return block;
+    if (!MEDIA_TYPES.has(String(block.type))) return block;
+    if ("data" in block && !("base64" in block)) {
+      block.base64 = block.data;
+      delete block.data;
+    }
     if ("mimeType" in block) {
       block.mime_type = block.mimeType;
       delete block.mimeType;
     }
     const metadata = block.metadata as { filename?: unknown } | undefined;
-    if (block.type === "file" && typeof metadata?.filename === "string") {
+    if (typeof metadata?.filename === "string") {
       block.filename = metadata.filename;
       delete block.metadata;
     }

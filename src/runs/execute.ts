@@ -11,6 +11,13 @@ function present(run: PreparedRun, message: BaseMessage): ChatMessage {
   return chat;
 }
 
+/** A paused run's answer; it is the run's final message, so it carries the proof too. */
+function paused(run: PreparedRun, interrupts: readonly PendingInterrupt[]): ChatMessage {
+  const chat = interruptMessage(interrupts, { threadId: run.threadId, runId: run.runId });
+  if (run.feedbackToken) chat.feedback_token = run.feedbackToken;
+  return chat;
+}
+
 function lastMessage(state: unknown): BaseMessage | undefined {
   const messages = (state as { messages?: unknown } | undefined)?.messages;
   if (!Array.isArray(messages)) return undefined;
@@ -23,7 +30,7 @@ export async function invokeRun(run: PreparedRun, signal: AbortSignal): Promise<
   const state: unknown = await run.agent.graph.invoke(run.input, { ...run.graphConfig, signal });
   if (run.checkInterrupts) {
     const interrupts = interruptsOf((state as { __interrupt__?: unknown } | undefined)?.__interrupt__);
-    if (interrupts.length) return interruptMessage(interrupts, { threadId: run.threadId, runId: run.runId });
+    if (interrupts.length) return paused(run, interrupts);
   }
   const final = lastMessage(state);
   if (!final) throw new Error(`agent "${run.agent.name}" returned no messages`);
@@ -75,6 +82,6 @@ export async function* streamRun(
   }
   // A paused graph ends its stream with the interrupt, as a message event.
   if (run.checkInterrupts && interrupts.length) {
-    yield { type: "message", content: interruptMessage(interrupts, { threadId: run.threadId, runId: run.runId }) };
+    yield { type: "message", content: paused(run, interrupts) };
   }
 }

@@ -9,8 +9,10 @@ import { runEnvelope, type PreparedRun } from "./prepare.ts";
 
 /**
  * Interrupts: a graph that calls LangGraph's `interrupt()` pauses with its state saved. The run
- * answers with a ChatMessage of type `interrupt` listing each pending interrupt's id and value; a
- * resume request hands a value back to one of them (`Command({resume: {[id]: value}})`).
+ * answers with an `ai` ChatMessage whose content is the interrupts' text and whose
+ * `custom_data.interrupts` lists each pending interrupt's id and value. Two ways answer it: a resume
+ * request naming one interrupt (`/resume`), or, as the original service did, the conversation's next
+ * ordinary run, whose `input` becomes the resume values (`resumeFromInput`).
  */
 export interface PendingInterrupt {
   readonly id: string;
@@ -28,37 +30,59 @@ export function interruptsOf(value: unknown): PendingInterrupt[] {
   return out;
 }
 
-/** A one-line summary for `content`: a string value as is, an approval request by its tools. */
-function describe(interrupts: readonly PendingInterrupt[]): string {
-  const texts = interrupts.map(({ value }) => {
-    if (typeof value === "string") return value;
-    const requests = (value as { actionRequests?: unknown } | null)?.actionRequests;
-    if (Array.isArray(requests)) {
-      const names = requests.map((r) => String((r as { name?: unknown }).name ?? "a tool"));
-      return `Approval needed before running ${names.join(", ")}.`;
-    }
-    return "The agent is waiting for input.";
-  });
-  return texts.join("\n");
+/** A tool-approval request of LangChain's human-in-the-loop middleware (the deep agent's approvals). */
+interface ApprovalRequest {
+  actionRequests: Array<{ name?: unknown }>;
+  reviewConfigs?: Array<{ actionName?: unknown; allowedDecisions?: unknown }>;
 }
 
+function isApprovalRequest(value: unknown): value is ApprovalRequest {
+  return Array.isArray((value as { actionRequests?: unknown } | null)?.actionRequests);
+}
+
+/** The text of one interrupt: a string value as is, a question's text, an approval request by its tools. */
+function describeOne(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (isApprovalRequest(value)) {
+    const names = value.actionRequests.map((r) => String(r.name ?? "a tool"));
+    return `Approval needed before running ${names.join(", ")}.`;
+  }
+  for (const field of ["question", "message", "text", "prompt", "description"]) {
+    const text = (value as Record<string, unknown> | null)?.[field];
+    if (typeof text === "string" && text) return text;
+  }
+  return "The agent is waiting for input.";
+}
+
+/** A paused run's answer, in the shape the original service's clients read. */
 export function interruptMessage(interrupts: readonly PendingInterrupt[], context: MessageContext): ChatMessage {
   return {
-    type: "interrupt",
-    content: describe(interrupts),
+    type: "ai",
+    content: interrupts.map(({ value }) => describeOne(value)).join("\n\n"),
     thread_id: context.threadId,
     run_id: context.runId,
     usage_metadata: null,
     response_metadata: {},
     tool_calls: [],
-    interrupts: interrupts.map(({ id, value }) => ({ id, value })),
+    custom_data: { interrupts: interrupts.map(({ id, value }) => ({ id, value })) },
   };
 }
 
-/** The interrupts pending in a conversation's latest checkpoint. */
+/** Channels a task writes without having finished: its pause, its resume value, its failure. */
+const UNFINISHED_CHANNELS = new Set(["__interrupt__", "__resume__", "__error__", "__error_source_node__"]);
+
+/**
+ * The interrupts pending in a conversation's latest checkpoint: those of tasks that have not
+ * finished since. (LangGraph's getState also lists the interrupt of a task that was resumed and
+ * finished in a later run of the same step; it is not pending any more.)
+ */
 export async function pendingInterrupts(agent: RegisteredAgent, storageKey: string): Promise<PendingInterrupt[]> {
-  const snapshot = await agent.graph.getState({ configurable: { thread_id: storageKey } });
-  return interruptsOf(snapshot.tasks.flatMap((task) => task.interrupts ?? []));
+  const saver = agent.graph.checkpointer;
+  if (typeof saver !== "object") return [];
+  const tuple = await saver.getTuple({ configurable: { thread_id: storageKey, checkpoint_ns: "" } });
+  const writes = tuple?.pendingWrites ?? [];
+  const finished = new Set(writes.filter(([, channel]) => !UNFINISHED_CHANNELS.has(channel)).map(([task]) => task));
+  return interruptsOf(writes.filter(([task, channel]) => channel === "__interrupt__" && !finished.has(task)).flatMap(([, , value]) => value));
 }
 
 /** A resume run, before the lock: identity and addressing only; the Command is built under the lock. */
@@ -94,4 +118,85 @@ export async function aimResume(run: PreparedRun, body: ResumeRequest): Promise<
     });
   }
   return { ...run, input: new Command({ resume: { [target]: body.resume } }) };
+}
+
+const APPROVE_WORDS = new Set(["approve", "approved", "yes", "y", "ok", "accept"]);
+const REJECT_WORDS = new Set(["reject", "rejected", "no", "n", "deny"]);
+const DEFAULT_REJECTION = "User rejected the action.";
+
+type Decision = { type: "approve" } | { type: "reject"; message: string };
+
+/**
+ * A human's text as an approval decision: an approving word approves; a rejecting word, or any text
+ * starting with "reject", rejects (the text after ":" is the reason); anything else is the human's
+ * own answer, given to the model in place of the tool's result (LangChain's `reject` with that text).
+ */
+export function decisionFromText(text: string): Decision {
+  const said = text.trim();
+  const lower = said.toLowerCase();
+  if (APPROVE_WORDS.has(lower)) return { type: "approve" };
+  const colon = said.indexOf(":");
+  const head = (colon >= 0 ? lower.slice(0, colon) : lower).trim();
+  if (REJECT_WORDS.has(head) || lower.startsWith("reject")) {
+    const reason = colon >= 0 ? said.slice(colon + 1).trim() : "";
+    return { type: "reject", message: reason || DEFAULT_REJECTION };
+  }
+  return { type: "reject", message: said };
+}
+
+function textOf(message: unknown): string {
+  if (typeof message === "string") return message;
+  if (!Array.isArray(message)) return "";
+  return message
+    .map((block) => ((block as { type?: unknown }).type === "text" ? String((block as { text?: unknown }).text ?? "") : ""))
+    .join("");
+}
+
+/** One decision per requested action, each allowed by the request's review configuration (else 422). */
+function approvalAnswer(request: ApprovalRequest, text: string): { decisions: Decision[] } {
+  const decision = decisionFromText(text);
+  for (const action of request.actionRequests) {
+    const review = request.reviewConfigs?.find((r) => r.actionName === action.name);
+    const allowed = Array.isArray(review?.allowedDecisions) ? (review.allowedDecisions as unknown[]) : undefined;
+    if (allowed && !allowed.includes(decision.type)) {
+      throw new ApiError("validation_failed", {
+        detail: `The pending approval of ${String(action.name)} allows ${allowed.join(", ")}; answer with one of those.`,
+      });
+    }
+  }
+  return { decisions: request.actionRequests.map(() => decision) };
+}
+
+function objectOf(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+/**
+ * The resume values an ordinary run's `input` gives the pending interrupts, as the original service
+ * read them: `input.resume` keyed by interrupt id answers those interrupts only; otherwise a tool
+ * approval reads `input.message` as a decision (applied to every action it asks about), a single
+ * pending interrupt takes `input.responses` when sent, and any other interrupt receives the whole
+ * `input` object.
+ */
+export function resumeValuesFromInput(pending: readonly PendingInterrupt[], input: Record<string, unknown>): Record<string, unknown> {
+  const keyed = objectOf(input.resume);
+  const named = keyed ? pending.filter((p) => Object.hasOwn(keyed, p.id)) : [];
+  if (keyed && named.length) return Object.fromEntries(named.map((p) => [p.id, keyed[p.id]]));
+  return Object.fromEntries(
+    pending.map((p) => {
+      if (isApprovalRequest(p.value)) return [p.id, approvalAnswer(p.value, textOf(input.message))];
+      if (pending.length === 1 && input.responses !== undefined && input.responses !== null) return [p.id, input.responses];
+      return [p.id, input];
+    }),
+  );
+}
+
+/**
+ * Under the conversation lock, for an ordinary run with CHECK_INTERRUPTS on: when the conversation
+ * is paused, the run resumes it with values read from its input instead of starting a new turn.
+ */
+export async function resumeFromInput(run: PreparedRun, input: Record<string, unknown>): Promise<PreparedRun> {
+  const pending = await pendingInterrupts(run.agent, run.storageKey);
+  if (pending.length === 0) return run;
+  return { ...run, input: new Command({ resume: resumeValuesFromInput(pending, input) }) };
 }

@@ -1,6 +1,7 @@
+import { randomUUID } from "node:crypto";
 import type { BaseMessage } from "@langchain/core/messages";
-import { AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
-import type { ChatMessage, ContentBlock } from "../http/schemas.ts";
+import { AIMessage, ChatMessage as LangChainChatMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
+import type { ChatMessage, ContentBlock, MessageInput } from "../http/schemas.ts";
 import { STANDARD_CONTENT_METADATA, toApiBlocks, toLangChainBlocks } from "../models/content-blocks.ts";
 import { normalizeCompletion } from "../models/finish-reason.ts";
 
@@ -9,8 +10,32 @@ export interface MessageContext {
   readonly runId: string | null;
 }
 
+/**
+ * A `custom` message is stored as LangChain's generic ChatMessage with this role, its data in
+ * `additional_kwargs.custom_data`. It is part of the conversation's record, not of a model prompt.
+ */
+export const CUSTOM_ROLE = "custom";
+
 function record(value: unknown): Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}
+
+/** A stored custom message (role `custom`), whatever class revived it. */
+export function isCustomMessage(message: BaseMessage): boolean {
+  return LangChainChatMessage.isInstance(message) && message.role === CUSTOM_ROLE;
+}
+
+/**
+ * The ChatMessage type of a stored message, and for a message of another kind (system, developer,
+ * a generic chat role) the custom_data that names what it was. The original service's clients
+ * accept only human, ai, tool and custom, so other kinds are shown as custom.
+ */
+function typeOf(message: BaseMessage): { type: ChatMessage["type"]; customData?: Record<string, unknown> } {
+  const type: string = message.getType();
+  if (type === "human" || type === "ai" || type === "tool") return { type };
+  if (isCustomMessage(message)) return { type: "custom", customData: record(message.additional_kwargs.custom_data) };
+  const kind = LangChainChatMessage.isInstance(message) ? message.role : type;
+  return { type: "custom", customData: { message_type: kind } };
 }
 
 /**
@@ -19,7 +44,7 @@ function record(value: unknown): Record<string, unknown> {
  * response_metadata.refusal is set.
  */
 export function toChatMessage(message: BaseMessage, context: MessageContext): ChatMessage {
-  const type = message.getType();
+  const { type, customData } = typeOf(message);
   const responseMetadata = { ...record(message.response_metadata) };
   let content: ChatMessage["content"] = typeof message.content === "string" ? message.content : toApiBlocks(message.content);
 
@@ -41,10 +66,47 @@ export function toChatMessage(message: BaseMessage, context: MessageContext): Ch
   };
   if (AIMessage.isInstance(message)) {
     out.usage_metadata = message.usage_metadata ? { ...message.usage_metadata } : null;
-    out.tool_calls = (message.tool_calls ?? []).map((call) => ({ id: call.id, name: call.name, args: call.args }));
+    out.tool_calls = (message.tool_calls ?? []).map((call) => ({ id: call.id ?? null, name: call.name, args: call.args, type: "tool_call" }));
   }
   if (ToolMessage.isInstance(message)) out.tool_call_id = message.tool_call_id;
+  if (customData) out.custom_data = customData;
   return out;
+}
+
+function storedContent(content: MessageInput["content"]): string | Array<Record<string, unknown>> {
+  return typeof content === "string" ? content : toLangChainBlocks(content);
+}
+
+/** An appended MessageInput as the LangChain message stored in the conversation. */
+export function toStoredMessage(input: MessageInput): BaseMessage {
+  const id = randomUUID();
+  const content = storedContent(input.content);
+  const response_metadata = {
+    ...(typeof input.content === "string" ? {} : STANDARD_CONTENT_METADATA),
+    ...input.response_metadata,
+  };
+  switch (input.type) {
+    case "human":
+      return new HumanMessage({ id, content: content as HumanMessage["content"], response_metadata });
+    case "tool":
+      return new ToolMessage({ id, content: content as ToolMessage["content"], tool_call_id: input.tool_call_id!, response_metadata });
+    case "custom":
+      return new LangChainChatMessage({
+        id,
+        role: CUSTOM_ROLE,
+        content: content as LangChainChatMessage["content"],
+        additional_kwargs: { custom_data: input.custom_data ?? {} },
+        response_metadata,
+      });
+    case "ai":
+      return new AIMessage({
+        id,
+        content: content as AIMessage["content"],
+        tool_calls: (input.tool_calls ?? []).map((call) => ({ id: call.id, name: call.name, args: call.args, type: "tool_call" as const })),
+        ...(input.usage_metadata ? { usage_metadata: input.usage_metadata } : {}),
+        response_metadata,
+      });
+  }
 }
 
 /** The message the agent receives for `input.message`: a string, or standard content blocks. */

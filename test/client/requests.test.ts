@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { after, afterEach, before, test } from "node:test";
 import { Agent, fetch as undiciFetch } from "undici";
-import { AgentClient, AgentClientError, type FetchLike } from "../../src/client/index.ts";
+import { AgentClient, AgentClientError, type FetchLike, type MessageInput } from "../../src/client/index.ts";
 import { aiMessage, drain, INFO, sendJson, sleep, sseFrame, startScriptedServer, startSse, type ScriptedServer } from "./scripted-server.ts";
 
 let server: ScriptedServer;
@@ -137,7 +137,7 @@ test("addMessages, clearHistory, createFeedback and resume use their routes and 
   });
   server.route("POST /bot/resume", (_req, res) => sendJson(res, 200, aiMessage("resumed")));
   const client = new AgentClient({ baseUrl: server.url, agent: "bot" });
-  const messages = [
+  const messages: MessageInput[] = [
     { type: "human", content: "hello" },
     { type: "ai", content: "hi", usage_metadata: null, response_metadata: { finish_reason: "stop" } },
   ];

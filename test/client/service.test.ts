@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test, type TestContext } from "node:test";
 import { Agent, fetch as undiciFetch } from "undici";
 import { storageKey } from "../../src/auth/storage-key.ts";
-import { AgentClient, type ChatMessage, type FetchLike, type StreamItem } from "../../src/client/index.ts";
+import { AgentClient, pendingInterrupts, type ChatMessage, type FetchLike, type StreamItem } from "../../src/client/index.ts";
 import { failure } from "./scripted-server.ts";
 import { startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
 
@@ -235,5 +235,31 @@ describe("history and feedback", () => {
     const missing = await failure(alice.createFeedback({ run_id: aliceRun.run_id, key: "thumbs", score: 0 }));
     assert.equal(missing.statusCode, 403);
     await alice.createFeedback({ run_id: aliceRun.run_id, key: "thumbs", score: 0, feedback_token: aliceRun.feedback_token });
+  });
+});
+
+describe("interrupts", () => {
+  const INTERRUPTS = new URL("../fixtures/interrupt-agents.ts", import.meta.url).pathname;
+  let paused: RunningService;
+  before(async () => {
+    paused = await startService({ AGENT_PATHS: JSON.stringify([`${INTERRUPTS}:askName`]) });
+  });
+  after(async () => paused?.close());
+
+  test("pendingInterrupts reads a paused run; the next invoke or resume answers it", async () => {
+    const c = new AgentClient({ baseUrl: paused.url, authSecret: TEST_TOKEN, agent: "ask-name" });
+    const question = await c.invoke("Hi", { thread_id: "by-next-run" });
+    assert.equal(question.type, "ai");
+    assert.equal(question.content, "What is your name?");
+    const [pending] = pendingInterrupts(question);
+    assert.equal(pending?.value, "What is your name?");
+    assert.equal((await c.invoke("Ada", { thread_id: "by-next-run" })).content, "Hello, Ada!");
+
+    const { messages } = await collect(c.stream("Hi", { thread_id: "by-resume" }));
+    const streamed = pendingInterrupts(messages.at(-1)!);
+    assert.equal(streamed.length, 1);
+    const done = await c.resume({ thread_id: "by-resume", resume: "Grace", interrupt_id: streamed[0]!.id });
+    assert.equal(done.content, "Hello, Grace!");
+    assert.deepEqual(pendingInterrupts(done), []);
   });
 });

@@ -148,7 +148,7 @@ describe("feedback route proof checks", () => {
   test("invalid bodies answer 422", async () => {
     for (const body of [
       { key: "k", score: 1 },
-      { run_id: "not-a-uuid", key: "k", score: 1 },
+      { run_id: "", key: "k", score: 1 },
       { run_id: run.run_id, score: 1 },
       { run_id: run.run_id, key: "k", score: "high" },
       { run_id: run.run_id, key: "", score: 1 },

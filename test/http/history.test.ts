@@ -38,7 +38,14 @@ for (const makeBackend of ALL_BACKENDS) {
     test("paging walks 7 messages in pages of 3, next_offset null at the end", async () => {
       const res = await append(service, { thread_id: "paging", messages: seven });
       assert.equal(res.status, 201);
-      assert.deepEqual(await res.json(), { thread_id: "paging", added: 7, total: 7 });
+      assert.deepEqual(await res.json(), {
+        status: "success",
+        thread_id: "paging",
+        user_id: null,
+        message: "Added 7 messages to chat history.",
+        added: 7,
+        total: 7,
+      });
 
       const seen: unknown[] = [];
       const offsets: Array<number | null> = [];
@@ -60,10 +67,9 @@ for (const makeBackend of ALL_BACKENDS) {
       assert.equal(all.next_offset, null);
     });
 
-    test("limit 0, 1001, offset -1, non-numbers and a missing thread_id answer 422", async () => {
+    test("limit 0, offset -1, non-numbers and a missing thread_id answer 422; a limit above 1000 is capped", async () => {
       for (const query of [
         "thread_id=t&limit=0",
-        "thread_id=t&limit=1001",
         "thread_id=t&offset=-1",
         "thread_id=t&limit=abc",
         "thread_id=t&offset=1.5",
@@ -77,13 +83,14 @@ for (const makeBackend of ALL_BACKENDS) {
         assert.equal(body.error_code, "validation_failed");
       }
       assert.equal((await call(service, "GET", `/${AGENT}/history?thread_id=t&limit=1000`)).status, 200);
+      assert.equal((await call(service, "GET", `/${AGENT}/history?thread_id=t&limit=1001`)).status, 200);
     });
 
     test("every message type is readable; AI entries keep usage and response metadata; no run id or proof", async () => {
       const res = await append(service, {
         thread_id: "types",
         messages: [
-          { type: "system", content: "You are terse." },
+          { type: "custom", content: "", custom_data: { step: "plan" } },
           { type: "human", content: [{ type: "text", text: "hello" }] },
           {
             type: "ai",
@@ -96,7 +103,8 @@ for (const makeBackend of ALL_BACKENDS) {
       });
       assert.equal(res.status, 201);
       const p = await page(service, "thread_id=types");
-      assert.deepEqual(p.messages.map((m) => m.type), ["system", "human", "ai", "tool"]);
+      assert.deepEqual(p.messages.map((m) => m.type), ["custom", "human", "ai", "tool"]);
+      assert.deepEqual(p.messages[0]!.custom_data, { step: "plan" });
       const ai = p.messages[2]!;
       assert.deepEqual(ai.usage_metadata, { input_tokens: 3, output_tokens: 1, total_tokens: 4 });
       assert.deepEqual(ai.response_metadata, { finish_reason: "stop", model_name: "imported" });
@@ -115,6 +123,9 @@ for (const makeBackend of ALL_BACKENDS) {
         { thread_id: "bad", messages: [{ type: "human", content: "x", usage_metadata: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } }] },
         { thread_id: "bad", messages: [{ type: "robot", content: "x" }] },
         { thread_id: "bad", messages: [{ type: "tool", content: "x" }] },
+        { thread_id: "bad", messages: [{ type: "system", content: "You are terse." }] },
+        { thread_id: "bad", messages: [{ type: "human", content: "x", tool_calls: [{ name: "f", args: {}, id: "c" }] }] },
+        { thread_id: "bad", messages: [{ type: "ai", content: "x", custom_data: { a: 1 } }] },
       ]) {
         assert.equal((await append(service, body)).status, 422, JSON.stringify(body));
       }
@@ -172,7 +183,13 @@ for (const makeBackend of ALL_BACKENDS) {
 
       const res = await call(service, "DELETE", `/${AGENT}/history/clear`, { thread_id: "doomed" });
       assert.equal(res.status, 200);
-      assert.deepEqual(await res.json(), { thread_id: "doomed", cleared: true });
+      assert.deepEqual(await res.json(), {
+        status: "success",
+        thread_id: "doomed",
+        user_id: null,
+        message: "Deleted all checkpoints for this conversation.",
+        cleared: true,
+      });
 
       if (backend.name !== "memory") {
         const rows = await backend.rowsOf(doomed);

@@ -10,7 +10,14 @@ const ROOT = path.resolve(import.meta.dirname, "../..");
 const INTERRUPTS = path.join(ROOT, "test/fixtures/interrupt-agents.ts");
 const DEEP = path.join(ROOT, "test/fixtures/deep-agent-scripted.ts");
 
-type Message = Record<string, unknown> & { type: string; interrupts?: Array<{ id: string; value: unknown }> };
+type Pending = Array<{ id: string; value: unknown }>;
+type Message = Record<string, unknown> & { type: string; custom_data?: { interrupts?: Pending } };
+
+/** The interrupts a paused run reports: an `ai` message with `custom_data.interrupts`. */
+function pendingOf(message: Message): Pending {
+  assert.equal(message.type, "ai");
+  return message.custom_data?.interrupts ?? [];
+}
 
 function lastMessage(outcome: Outcome): Message {
   if (outcome.body) return outcome.body as Message;
@@ -34,16 +41,17 @@ describe("interrupts and resume", { concurrency: false }, () => {
     const paused = await run(service, "invoke", "ask-name", { input: { message: "Hi" }, thread_id: "t-invoke" });
     assert.equal(paused.status, 200);
     const message = lastMessage(paused);
-    assert.equal(message.type, "interrupt");
     assert.equal(message.content, "What is your name?");
     assert.equal(message.thread_id, "t-invoke");
-    assert.equal(message.interrupts?.length, 1);
-    assert.match(message.interrupts![0]!.id, /^[0-9a-f]{32}$/);
-    assert.equal(message.interrupts![0]!.value, "What is your name?");
+    const pending = pendingOf(message);
+    assert.equal(pending.length, 1);
+    assert.match(pending[0]!.id, /^[0-9a-f]{32}$/);
+    assert.equal(pending[0]!.value, "What is your name?");
 
     const resumed = await run(service, "invoke", "ask-name", { thread_id: "t-invoke", resume: "Ada" }, "resume");
     assert.equal(resumed.status, 200, resumed.text);
     assert.equal(lastMessage(resumed).type, "ai");
+    assert.equal(lastMessage(resumed).custom_data, undefined, "no longer paused");
     assert.equal(lastMessage(resumed).content, "Hello, Ada!");
 
     const again = await run(service, "invoke", "ask-name", { thread_id: "t-invoke", resume: "Bob" }, "resume");
@@ -59,7 +67,7 @@ describe("interrupts and resume", { concurrency: false }, () => {
       assert.equal(paused.status, 200);
       const last = paused.events.at(-1)!;
       assert.equal(last.type, "message");
-      assert.equal((last.content as Message).type, "interrupt");
+      assert.equal(pendingOf(last.content as Message).length, 1);
       if (protocol === "sse") assert.ok(paused.done, "a paused run is a clean end: [DONE]");
 
       const resumed = await run(service, protocol, "ask-name", { thread_id, resume: "Grace", stream_tokens: false }, "resume");
@@ -73,7 +81,7 @@ describe("interrupts and resume", { concurrency: false }, () => {
 
   test("an interrupt_id that is not pending is 409; with several pending the caller must name one", async () => {
     const paused = await run(service, "invoke", "two-questions", { input: { message: "Hi" }, thread_id: "t-two" });
-    const pending = lastMessage(paused).interrupts!;
+    const pending = pendingOf(lastMessage(paused));
     assert.equal(pending.length, 2);
     assert.deepEqual(pending.map((p) => (p.value as { question: string }).question).sort(), ["Favourite colour?", "Favourite number?"]);
 
@@ -92,12 +100,13 @@ describe("interrupts and resume", { concurrency: false }, () => {
     const first = await run(service, "invoke", "two-questions", { thread_id: "t-two", resume: "green", interrupt_id: colour.id }, "resume");
     assert.equal(first.status, 200, first.text);
     const still = lastMessage(first);
-    assert.equal(still.type, "interrupt", "the other question is still open");
-    assert.deepEqual(still.interrupts!.map((p) => p.id), [number.id]);
+    assert.deepEqual(pendingOf(still).map((p) => p.id), [number.id], "the other question is still open");
+    assert.equal(still.content, "Favourite number?");
 
     const second = await run(service, "invoke", "two-questions", { thread_id: "t-two", resume: 7, interrupt_id: number.id }, "resume");
     assert.equal(second.status, 200, second.text);
     assert.equal(lastMessage(second).type, "ai");
+    assert.equal(lastMessage(second).custom_data, undefined, "no longer paused");
     const key = (await import("../../src/auth/storage-key.ts")).storageKey("service", "two-questions", "t-two");
     const state = await service.runtime.registry.get("two-questions")!.graph.getState({ configurable: { thread_id: key } });
     const texts = (state.values as { messages: Array<{ text: string }> }).messages.map((m) => m.text);
@@ -127,7 +136,7 @@ describe("interrupts and resume", { concurrency: false }, () => {
   test("identity is computed: another user cannot resume, and a different identity finds nothing pending", async () => {
     const alice = (pathname: string, body: unknown) => call(service, "POST", pathname, body, "alice-token");
     const paused = await alice("/ask-name/invoke", { input: { message: "Hi" }, thread_id: "t-alice" });
-    assert.equal(((await paused.json()) as Message).type, "interrupt");
+    assert.equal(pendingOf((await paused.json()) as Message).length, 1);
 
     const asBob = await alice("/ask-name/resume", { thread_id: "t-alice", user_id: "bob", resume: "x" });
     assert.equal(asBob.status, 403);
@@ -149,21 +158,21 @@ describe("interrupts and resume", { concurrency: false }, () => {
   test("deep-agent approvals of write_file and edit_file (DEEP_AGENT_INTERRUPT_ON)", async () => {
     const thread_id = "t-approve";
     const first = lastMessage(await run(service, "invoke", "scripted-deep-agent", { input: { message: "Note it." }, thread_id }));
-    assert.equal(first.type, "interrupt");
     assert.equal(first.content, "Approval needed before running write_file.");
-    const request = first.interrupts![0]!.value as { actionRequests: Array<{ name: string; args: Record<string, unknown> }> };
+    const request = pendingOf(first)[0]!.value as { actionRequests: Array<{ name: string; args: Record<string, unknown> }> };
     assert.equal(request.actionRequests[0]!.name, "write_file");
     assert.equal(request.actionRequests[0]!.args.content, "hello world\n");
 
     const approve = { decisions: [{ type: "approve" }] };
     const second = lastMessage(await run(service, "invoke", "scripted-deep-agent", { thread_id, resume: approve }, "resume"));
-    assert.equal(second.type, "interrupt");
+    assert.equal(pendingOf(second).length, 1);
     assert.equal(second.content, "Approval needed before running edit_file.");
 
     const reject = { decisions: [{ type: "reject", message: "Keep the note as it is." }] };
     const done = await run(service, "sse", "scripted-deep-agent", { thread_id, resume: reject, stream_tokens: false }, "resume");
     const final = lastMessage(done);
     assert.equal(final.type, "ai");
+    assert.equal(final.custom_data, undefined, "no longer paused");
     const key = (await import("../../src/auth/storage-key.ts")).storageKey("service", "scripted-deep-agent", thread_id);
     const state = await service.runtime.registry.get("scripted-deep-agent")!.graph.getState({ configurable: { thread_id: key } });
     const file = (state.values as { files: Record<string, { content: unknown }> }).files["/notes.md"];
@@ -177,7 +186,7 @@ describe("interrupts and resume", { concurrency: false }, () => {
       assert.ok(document.paths[p], p);
     }
     assert.deepEqual(Object.keys(document.components.schemas.ResumeRequest!.properties!).sort(), ["interrupt_id", "resume", "thread_id", "user_id"]);
-    assert.ok(document.components.schemas.ChatMessage!.properties!.interrupts);
+    assert.ok(document.components.schemas.ChatMessage!.properties!.custom_data);
   });
 });
 
@@ -186,7 +195,7 @@ test("CHECK_INTERRUPTS=false: a paused run is not reported as an interrupt", asy
   try {
     const outcome = await run(service, "invoke", "ask-name", { input: { message: "Hi" } });
     assert.equal(outcome.status, 200);
-    assert.notEqual(lastMessage(outcome).type, "interrupt");
+    assert.equal(lastMessage(outcome).custom_data, undefined);
   } finally {
     await service.close();
   }

@@ -94,12 +94,23 @@ describe("request-time model selection", { concurrency: false }, () => {
     assert.equal(provider.requests.at(-1)?.body.model, "gpt-behave-ok");
   });
 
+  test("model_provider alone selects that provider's default model; fake is the worker's fake model", async () => {
+    const before = provider.requests.length;
+    const response = await call(service, "POST", "/chatbot-agent/invoke", ask({ model_provider: "openai", model_name: null }));
+    assert.equal(response.status, 200);
+    assert.equal(provider.requests.slice(before).find((r) => r.path === "/v1/chat/completions")?.body.model, "gpt-4o-mini");
+    const fake = await call(service, "POST", "/chatbot-agent/invoke", ask({ model_provider: "fake" }));
+    assert.equal(fake.status, 200);
+    assert.equal((await json(fake)).content, "This is a test response from the fake model.");
+  });
+
   test("selections that cannot be served are 422 with a reason", async () => {
     const cases: Array<[string, Record<string, unknown>, RegExp]> = [
       ["chatbot-agent", { model_config_key: "nope" }, /model_config_key "nope" is not a configured model/],
       ["chatbot-agent", { model_provider: "anthropic", model_name: "claude-x" }, /"anthropic" is not configured/],
       ["chatbot-agent", { model_provider: "mistral", model_name: "m" }, /"mistral" is not supported/],
-      ["chatbot-agent", { model_provider: "openai" }, /model_provider needs model_name/],
+      ["chatbot-agent", { model_provider: "anthropic" }, /"anthropic" is not configured/],
+      ["chatbot-agent", { model_provider: "mistral" }, /"mistral" is not supported/],
       ["chatbot-agent", { model_config_key: "fast-openai", model_name: "x" }, /not both/],
       ["deep-agent", { model_config_key: "fast-openai" }, /does not support runtime model selection/],
       ["deep-agent", { model_name: "gpt-4o" }, /does not support runtime model selection/],

@@ -70,6 +70,9 @@ describe("multimodal input", { concurrency: false }, () => {
       [{ type: "text" }],
       [{ type: "text", text: "hi", extra: true }],
       [{ type: "file", data: PDF, mime_type: "application/pdf", filename: "" }],
+      [{ type: "image", base64: PNG, data: PNG, mime_type: "image/png" }],
+      [{ type: "audio", base64: "AAAA", mime_type: null }],
+      [{ type: "file", url: "ftp://example.invalid/report.pdf" }],
     ];
     for (const message of malformed) {
       const response = await call(service, "POST", "/chatbot-agent/invoke", { input: { message } });
@@ -82,7 +85,8 @@ describe("multimodal input", { concurrency: false }, () => {
     const blocks = [
       { type: "text", text: "What is in these?" },
       image(),
-      { type: "image", data: PNG, mime_type: "image/png" },
+      // base64 is the spec's field name; data is its alias.
+      { type: "image", base64: PNG, mime_type: "image/png" },
       { type: "file", data: PDF, mime_type: "application/pdf", filename: "report.pdf" },
     ];
     const sent = async (key: string) => {
@@ -124,11 +128,12 @@ describe("multimodal input", { concurrency: false }, () => {
     assert.equal(imageHits, 0, "the image URL was fetched");
   });
 
-  test("messages read back carry the API's block shape", () => {
+  test("messages read back carry the API's block shape (base64, mime_type, url)", () => {
     const blocks = [
       { type: "text" as const, text: "hi" },
-      { type: "image" as const, data: PNG, mime_type: "image/png" },
-      { type: "file" as const, data: PDF, mime_type: "application/pdf", filename: "report.pdf" },
+      { type: "image" as const, base64: PNG, mime_type: "image/png" },
+      { type: "file" as const, base64: PDF, mime_type: "application/pdf", filename: "report.pdf" },
+      { type: "audio" as const, url: "https://example.invalid/a.mp3", mime_type: "audio/mpeg" },
     ];
     const message = toChatMessage(humanMessageFrom(blocks), { threadId: "t", runId: null });
     assert.deepEqual(message.content, blocks);

@@ -25,16 +25,25 @@ test("finish_reason, usage and tool calls pass through; other types map without 
     }),
     ctx,
   );
-  assert.deepEqual(ai.tool_calls, [{ id: "c1", name: "add", args: { a: 1, b: 2 } }]);
+  assert.deepEqual(ai.tool_calls, [{ id: "c1", name: "add", args: { a: 1, b: 2 }, type: "tool_call" }]);
   assert.deepEqual(ai.usage_metadata, { input_tokens: 3, output_tokens: 0, total_tokens: 3 });
   assert.equal(ai.response_metadata.finish_reason, "length");
   assert.equal(ai.thread_id, "t");
   assert.equal(ai.run_id, "r");
 
   assert.equal(toChatMessage(new HumanMessage("hi"), ctx).type, "human");
-  assert.equal(toChatMessage(new SystemMessage("be brief"), ctx).type, "system");
+  const system = toChatMessage(new SystemMessage("be brief"), ctx);
+  assert.equal(system.type, "custom", "the original's clients accept human, ai, tool and custom only");
+  assert.deepEqual(system.custom_data, { message_type: "system" });
+  assert.equal(system.content, "be brief");
   const tool = toChatMessage(new ToolMessage({ content: "3", tool_call_id: "c1" }), ctx);
   assert.equal(tool.type, "tool");
   assert.equal(tool.tool_call_id, "c1");
   assert.equal(tool.usage_metadata, null);
+});
+
+test("a tool call without an id still carries the key id (null)", () => {
+  const ai = toChatMessage(new AIMessage({ content: "", tool_calls: [{ name: "add", args: {} }] }), ctx);
+  assert.deepEqual(ai.tool_calls, [{ id: null, name: "add", args: {}, type: "tool_call" }]);
+  assert.ok("id" in ai.tool_calls[0]!);
 });

@@ -15,7 +15,7 @@ export function admission(runtime: Runtime): RequestHandler {
     if (runtime.lifecycle.draining) {
       res.setHeader("Connection", "close");
       runtime.metrics.admissionRejections.inc({ reason: "shutting_down" });
-      throw new ApiError("shutting_down", { headers: { "Retry-After": "1" } });
+      throw new ApiError("shutting_down");
     }
     const controller = new AbortController();
     const onClose = () => {
@@ -26,7 +26,7 @@ export function admission(runtime: Runtime): RequestHandler {
     if (!release) {
       res.off("close", onClose);
       runtime.metrics.admissionRejections.inc({ reason: "service_busy" });
-      throw new ApiError("service_busy", { headers: { "Retry-After": "1" } });
+      throw new ApiError("service_busy");
     }
     if (controller.signal.aborted) {
       // The client left while queued for a slot.

@@ -1,19 +1,12 @@
-import { randomUUID } from "node:crypto";
 import { Router, type Request, type Response } from "express";
-import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { effectiveUserId } from "../../auth/principal.ts";
 import { storageKey } from "../../auth/storage-key.ts";
 import { appendMessages, clearHistory, readHistoryPage } from "../../checkpoints/history.ts";
 import { ApiError } from "../../errors/api-error.ts";
-import { toChatMessage } from "../../runs/message-mapping.ts";
+import { toChatMessage, toStoredMessage } from "../../runs/message-mapping.ts";
 import type { Runtime } from "../../runtime.ts";
 import { principalOf, signalOf } from "../request-scope.ts";
-import {
-  addMessagesRequestSchema,
-  clearHistoryRequestSchema,
-  type HistoryPage,
-  type MessageInput,
-} from "../schemas.ts";
+import { addMessagesRequestSchema, clearHistoryRequestSchema, type HistoryPage } from "../schemas.ts";
 import { agentOf, lockConversation, parseBody } from "./runs.ts";
 
 /** The default page, and the largest a caller may ask for unless HISTORY_MAX_PAGE_SIZE lowers it. */
@@ -42,41 +35,37 @@ function integer(query: Request["query"], name: string, fallback: number, min: n
   return value;
 }
 
-/** `thread_id` is required (a user id alone selects nothing); limit 1..max (default 100); offset >= 0. */
+/** A page size: an integer of at least 1; above the maximum it is capped, as the original service did. */
+function pageSize(query: Request["query"], maxPage: number): number {
+  const raw = single(query, "limit");
+  if (raw === undefined) return Math.min(DEFAULT_PAGE_SIZE, maxPage);
+  const value = /^\d{1,7}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(value >= 1)) throw new ApiError("validation_failed", { detail: `limit: must be an integer from 1 to ${maxPage}` });
+  return Math.min(value, maxPage);
+}
+
+/**
+ * `thread_id` is required (a user id alone selects nothing); limit 1..max (default 100; larger asks
+ * are capped); offset >= 0; an empty user_id counts as omitted.
+ */
 export function parseHistoryQuery(query: Request["query"], maxPage: number): HistoryQuery {
   const threadId = single(query, "thread_id");
   if (!threadId) throw new ApiError("validation_failed", { detail: "thread_id: required; a user_id alone does not select a conversation" });
   if (threadId.length > 256) throw new ApiError("validation_failed", { detail: "thread_id: at most 256 characters" });
-  const userId = single(query, "user_id");
-  if (userId !== undefined && (userId.length === 0 || userId.length > 256)) {
-    throw new ApiError("validation_failed", { detail: "user_id: 1 to 256 characters" });
-  }
+  const userId = single(query, "user_id") || undefined;
+  if (userId !== undefined && userId.length > 256) throw new ApiError("validation_failed", { detail: "user_id: at most 256 characters" });
   return {
     threadId,
     userId,
-    limit: integer(query, "limit", Math.min(DEFAULT_PAGE_SIZE, maxPage), 1, maxPage, `must be an integer from 1 to ${maxPage}`),
+    limit: pageSize(query, maxPage),
     offset: integer(query, "offset", 0, 0, Number.MAX_SAFE_INTEGER, "must be an integer of at least 0"),
   };
 }
 
-/** A MessageInput as the LangChain message stored in the conversation. */
-export function toStoredMessage(input: MessageInput): BaseMessage {
-  const id = randomUUID();
-  switch (input.type) {
-    case "human":
-      return new HumanMessage({ id, content: input.content as HumanMessage["content"] });
-    case "system":
-      return new SystemMessage({ id, content: input.content as SystemMessage["content"] });
-    case "tool":
-      return new ToolMessage({ id, content: input.content as ToolMessage["content"], tool_call_id: input.tool_call_id });
-    case "ai":
-      return new AIMessage({
-        id,
-        content: input.content as AIMessage["content"],
-        ...(input.usage_metadata ? { usage_metadata: input.usage_metadata } : {}),
-        response_metadata: input.response_metadata ?? {},
-      });
-  }
+/** The user_id exactly as the request sent it, for the original service's echo (null when omitted). */
+function userIdAsSent(body: unknown): string | null {
+  const value = (body as { user_id?: unknown } | null)?.user_id;
+  return typeof value === "string" ? value : null;
 }
 
 async function handleRead(runtime: Runtime, req: Request, res: Response): Promise<void> {
@@ -105,7 +94,14 @@ async function handleAppend(runtime: Runtime, req: Request, res: Response): Prom
   const lease = await lockConversation(runtime, key, signalOf(res));
   try {
     const total = await appendMessages(agent, key, messages);
-    res.status(201).json({ thread_id: body.thread_id, added: messages.length, total });
+    res.status(201).json({
+      status: "success",
+      thread_id: body.thread_id,
+      user_id: userIdAsSent(req.body),
+      message: `Added ${messages.length} messages to chat history.`,
+      added: messages.length,
+      total,
+    });
   } finally {
     await lease.release();
   }
@@ -127,13 +123,20 @@ function clearRequestOf(req: Request): unknown {
 
 async function handleClear(runtime: Runtime, req: Request, res: Response): Promise<void> {
   const agent = agentOf(runtime, req, res);
-  const body = parseBody(clearHistoryRequestSchema, clearRequestOf(req));
+  const request = clearRequestOf(req);
+  const body = parseBody(clearHistoryRequestSchema, request);
   const userId = effectiveUserId(principalOf(res), body.user_id, runtime.config.AUTH_SERVICE_USER_ID);
   const key = storageKey(userId, agent.name, body.thread_id);
   const lease = await lockConversation(runtime, key, signalOf(res));
   try {
     await clearHistory(agent, key);
-    res.status(200).json({ thread_id: body.thread_id, cleared: true });
+    res.status(200).json({
+      status: "success",
+      thread_id: body.thread_id,
+      user_id: userIdAsSent(request),
+      message: "Deleted all checkpoints for this conversation.",
+      cleared: true,
+    });
   } finally {
     await lease.release();
   }

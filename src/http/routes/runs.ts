@@ -4,6 +4,7 @@ import { ApiError } from "../../errors/api-error.ts";
 import { classifyRunError } from "../../errors/classify.ts";
 import type { LockLease } from "../../admission/locks/conversation-lock.ts";
 import { invokeRun, streamRun } from "../../runs/execute.ts";
+import { resumeFromInput } from "../../runs/interrupts.ts";
 import { prepareRun, type PreparedRun } from "../../runs/prepare.ts";
 import type { Runtime } from "../../runtime.ts";
 import { encodeJsonlEvent } from "../encoders/jsonl.ts";
@@ -56,10 +57,21 @@ function logRunFailure(res: Response, run: PreparedRun, error: ApiError, cause: 
 /** Work done under the conversation lock before the run starts (a resume checks what is pending). */
 export type UnderLock = (run: PreparedRun) => Promise<PreparedRun>;
 
+/**
+ * With CHECK_INTERRUPTS on, an ordinary run on a paused conversation answers its interrupts
+ * (checked under the lock); otherwise it starts a new turn.
+ */
+function answerPending(runtime: Runtime, body: { input: Record<string, unknown>; thread_id?: string | undefined }): UnderLock | undefined {
+  // A conversation the request just created cannot be paused.
+  if (!runtime.config.CHECK_INTERRUPTS || body.thread_id === undefined) return undefined;
+  return (run) => resumeFromInput(run, body.input);
+}
+
 async function handleInvoke(runtime: Runtime, req: Request, res: Response): Promise<void> {
   const agent = agentOf(runtime, req, res);
   const body = parseBody(invokeRequestSchema, req.body);
-  await respondInvoke(runtime, res, prepareRun(runtime.config, agent, principalOf(res), body, runtime.models));
+  const run = prepareRun(runtime.config, agent, principalOf(res), body, runtime.models);
+  await respondInvoke(runtime, res, run, answerPending(runtime, body));
 }
 
 /** Take the conversation lock, run to the end and answer with the final message. */
@@ -124,7 +136,7 @@ async function handleStream(runtime: Runtime, req: Request, res: Response, frami
   const agent = agentOf(runtime, req, res);
   const body = parseBody(streamRequestSchema, req.body);
   const run = prepareRun(runtime.config, agent, principalOf(res), body, runtime.models);
-  await respondStream(runtime, res, run, framing, body.stream_tokens);
+  await respondStream(runtime, res, run, framing, body.stream_tokens, answerPending(runtime, body));
 }
 
 /** Take the conversation lock, then stream the run's events in `framing`. */
