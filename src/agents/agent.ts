@@ -8,6 +8,9 @@ import type { ModelCatalog } from "../models/catalog.ts";
 /** For agents that declare `supportsModelSelection`: the request's model, picked at call time. */
 export { requestModel, requestModelMiddleware } from "../models/selection.ts";
 
+/** `custom` messages are a record for people and programs: keep them out of model prompts. */
+export { conversationRecordMiddleware, modelMessages } from "./conversation-record.ts";
+
 /**
  * A compiled LangGraph graph whose state has a `messages` channel. The service only needs the
  * Pregel surface (invoke, stream, getState, updateState) and a settable checkpointer.

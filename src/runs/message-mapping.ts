@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { BaseMessage } from "@langchain/core/messages";
 import { AIMessage, ChatMessage as LangChainChatMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
+import { CUSTOM_ROLE, isCustomMessage } from "../agents/conversation-record.ts";
 import type { ChatMessage, ContentBlock, MessageInput } from "../http/schemas.ts";
 import { STANDARD_CONTENT_METADATA, toApiBlocks, toLangChainBlocks } from "../models/content-blocks.ts";
 import { normalizeCompletion } from "../models/finish-reason.ts";
@@ -10,19 +11,8 @@ export interface MessageContext {
   readonly runId: string | null;
 }
 
-/**
- * A `custom` message is stored as LangChain's generic ChatMessage with this role, its data in
- * `additional_kwargs.custom_data`. It is part of the conversation's record, not of a model prompt.
- */
-export const CUSTOM_ROLE = "custom";
-
 function record(value: unknown): Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
-}
-
-/** A stored custom message (role `custom`), whatever class revived it. */
-export function isCustomMessage(message: BaseMessage): boolean {
-  return LangChainChatMessage.isInstance(message) && message.role === CUSTOM_ROLE;
 }
 
 /**
@@ -91,6 +81,7 @@ export function toStoredMessage(input: MessageInput): BaseMessage {
     case "tool":
       return new ToolMessage({ id, content: content as ToolMessage["content"], tool_call_id: input.tool_call_id!, response_metadata });
     case "custom":
+      // Its data rides in additional_kwargs; agents keep it out of model prompts (modelMessages).
       return new LangChainChatMessage({
         id,
         role: CUSTOM_ROLE,

@@ -72,6 +72,27 @@ describe("request-time model selection", { concurrency: false }, () => {
     assert.equal(sent?.headers["x-api-key"], FAKE_PROVIDER_KEY);
   });
 
+  test("custom messages in the conversation never reach the provider", async () => {
+    for (const agent of ["chatbot-agent", "create-agent"]) {
+      const thread_id = `record-${agent}`;
+      const added = await call(service, "POST", `/${agent}/history/add_messages`, {
+        thread_id,
+        messages: [
+          { type: "human", content: "Hello" },
+          { type: "custom", content: "record only", custom_data: { widget: "chart" } },
+        ],
+      });
+      assert.equal(added.status, 201);
+      const before = provider.requests.length;
+      const response = await call(service, "POST", `/${agent}/invoke`, ask({ thread_id, model_config_key: "fast-openai" }));
+      assert.equal(response.status, 200, agent);
+      const sent = provider.requests.slice(before).find((r) => r.path === "/v1/chat/completions")!;
+      const roles = (sent.body.messages as Array<{ role: string }>).map((m) => m.role);
+      assert.ok(!roles.includes("custom"), `${agent}: ${roles.join(",")}`);
+      assert.equal(JSON.stringify(sent.body).includes("record only"), false, agent);
+    }
+  });
+
   test("the streams honour the selection too", async () => {
     for (const route of ["stream", "stream/jsonl"]) {
       const before = provider.requests.length;

@@ -1,6 +1,7 @@
 import { createAgent } from "langchain";
 import { requestModelMiddleware } from "../../models/selection.ts";
 import type { Agent } from "../agent.ts";
+import { conversationRecordMiddleware } from "../conversation-record.ts";
 import { addTool, multiplyTool } from "./tools.ts";
 
 /**
@@ -16,7 +17,7 @@ export const createAgentAgent: Agent = {
       name: "create-agent",
       model,
       tools: [addTool, multiplyTool, ...tools],
-      middleware: [requestModelMiddleware()],
+      middleware: [requestModelMiddleware(), conversationRecordMiddleware()],
       systemPrompt: "You are a helpful assistant. Use the add and multiply tools for arithmetic.",
       checkpointer,
     }),

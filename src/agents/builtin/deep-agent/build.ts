@@ -3,6 +3,7 @@ import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { createDeepAgent, createFilesystemMiddleware } from "deepagents";
 import { todoListMiddleware } from "langchain";
+import { conversationRecordMiddleware } from "../../conversation-record.ts";
 import type { CompiledGraph } from "../../agent.ts";
 import { addTool, multiplyTool } from "../tools.ts";
 
@@ -63,7 +64,7 @@ export function buildDeepAgentGraph(options: DeepAgentOptions): CompiledGraph {
     model: options.model,
     systemPrompt: SYSTEM_PROMPT,
     tools: [addTool, multiplyTool, ...(options.tools ?? [])] as never,
-    middleware: [createFilesystemMiddleware({ tools: DEEP_AGENT_FILE_TOOLS }), todoListMiddleware()] as const,
+    middleware: [createFilesystemMiddleware({ tools: DEEP_AGENT_FILE_TOOLS }), todoListMiddleware(), conversationRecordMiddleware()] as const,
     ...(options.checkpointer ? { checkpointer: options.checkpointer } : {}),
     ...(interruptOn ? { interruptOn: interruptOn as never } : {}),
   });
