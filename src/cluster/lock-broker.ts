@@ -59,6 +59,8 @@ export class LockBroker {
           owner.held.delete(message.id);
           this.table.release(key);
         }
+        // Acknowledged even when nothing was held, so the worker never waits for a lost answer.
+        this.tryReply(owner, { ah: "lock.released", id: message.id });
         return true;
       }
       case "ping":
@@ -85,8 +87,12 @@ export class LockBroker {
       owner.held.set(id, key);
     }
     const waitedMs = free ? 0 : performance.now() - started;
+    this.tryReply(owner, { ah: "lock.result", id, outcome, waitedMs });
+  }
+
+  private tryReply(owner: Owner | undefined, message: ToWorker): void {
     try {
-      owner.reply({ ah: "lock.result", id, outcome, waitedMs });
+      owner?.reply(message);
     } catch {
       // The channel closed between the check and the reply; `detach` releases what it held.
     }

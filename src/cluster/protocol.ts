@@ -15,6 +15,8 @@ export type ToWorker =
   | { ah: "live?"; seq: number }
   | { ah: "metrics?"; seq: number }
   | { ah: "lock.result"; id: number; outcome: LockResult; waitedMs: number }
+  /** The lock of request `id` is free in the primary's table (the answer to lock.release). */
+  | { ah: "lock.released"; id: number }
   | { ah: "pong"; id: number };
 
 /** Worker → primary. */

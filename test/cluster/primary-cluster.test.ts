@@ -3,6 +3,7 @@
 // worker (replaced, counted, locks free at once), SIGTERM during a stream.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import http from "node:http";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -18,6 +19,7 @@ import {
   type Cluster,
   type Reply,
   concurrentPairs,
+  TOKEN,
 } from "./cluster-helper.ts";
 
 describe("cluster with primary-brokered locks", () => {
@@ -93,6 +95,42 @@ describe("cluster with primary-brokered locks", () => {
       assert.equal(pair.find((r) => r.status === 409)!.json().error_code, "conversation_busy");
     }
     await eventually(() => workersServing(cluster.logs, ids).size === 2, 5_000, "both workers served the pairs");
+  });
+
+  test("a client's next request never finds its own conversation busy: after add, clear, invoke or the stream's final message", async () => {
+    const conflicts: string[] = [];
+    const note = (step: string, reply: Reply) => {
+      if (reply.status !== 200 && reply.status !== 201) conflicts.push(`${step}: ${reply.status} ${reply.body}`);
+    };
+    /** Stream a turn and, the moment the final message arrives (before [DONE]), send the next turn. */
+    const streamThenInvoke = (thread: string) =>
+      new Promise<Reply>((resolve, reject) => {
+        const payload = JSON.stringify({ input: { message: "stream" }, thread_id: thread, stream_tokens: false });
+        const req = http.request(
+          new URL("/chatbot-agent/stream", cluster.url),
+          { method: "POST", agent: false, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" } },
+          (res) => {
+            let text = "";
+            let next: Promise<Reply> | undefined;
+            res.setEncoding("utf8").on("data", (chunk: string) => {
+              text += chunk;
+              if (!next && text.includes('"type":"message"')) next = invoke(cluster.url, "chatbot-agent", thread, "right after");
+            });
+            res.on("end", () => (next ? next.then(resolve, reject) : reject(new Error(`no message in ${text}`))));
+          },
+        );
+        req.on("error", reject);
+        req.end(payload);
+      });
+    for (let i = 0; i < 60; i++) {
+      const thread = randomUUID();
+      note("add", await request(cluster.url, "POST", "/chatbot-agent/history/add_messages", { thread_id: thread, messages: [{ type: "human", content: "x" }] }));
+      note("invoke after add", await invoke(cluster.url, "chatbot-agent", thread, "hello"));
+      note("clear after invoke", await request(cluster.url, "DELETE", "/chatbot-agent/history/clear", { thread_id: thread }));
+      note("add after clear", await request(cluster.url, "POST", "/chatbot-agent/history/add_messages", { thread_id: thread, messages: [{ type: "human", content: "y" }] }));
+      note("invoke after the stream's final message", await streamThenInvoke(thread));
+    }
+    assert.deepEqual(conflicts, []);
   });
 
   test("a worker killed with SIGKILL is replaced within 2 s, counted, and its locks are free at once", async () => {

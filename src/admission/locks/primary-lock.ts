@@ -22,6 +22,8 @@ export class PrimaryConversationLock implements ConversationLock {
   /** Requests given up on (abort, timeout): a late grant for one of them is released at once. */
   private readonly abandoned = new Set<number>();
   private readonly pings = new Map<number, () => void>();
+  /** Releases waiting for the primary's acknowledgement, by request id. */
+  private readonly releases = new Map<number, () => void>();
   private readonly leases = new Set<AbortController>();
   private closed = false;
 
@@ -35,12 +37,19 @@ export class PrimaryConversationLock implements ConversationLock {
       for (const { reject } of this.pending.values()) reject(new Error("the primary is gone"));
       this.pending.clear();
       for (const lease of this.leases) lease.abort(new RunAborted("lock_lost"));
+      // The primary releases a departed worker's locks itself.
+      for (const done of this.releases.values()) done();
+      this.releases.clear();
     });
   }
 
   private onMessage(message: ToWorker): void {
     if (message.ah === "pong") {
       this.pings.get(message.id)?.();
+      return;
+    }
+    if (message.ah === "lock.released") {
+      this.releases.get(message.id)?.();
       return;
     }
     if (message.ah !== "lock.result") return;
@@ -119,10 +128,29 @@ export class PrimaryConversationLock implements ConversationLock {
           if (released) return;
           released = true;
           this.leases.delete(lost);
-          this.send({ ah: "lock.release", id });
+          await this.releaseAcknowledged(id);
         },
       },
     };
+  }
+
+  /**
+   * Release and wait until the primary's table has the lock free, so a caller answered after this
+   * never finds its own conversation busy. A primary that does not answer in time (or is gone)
+   * frees the lock itself; the wait is bounded either way.
+   */
+  private releaseAcknowledged(id: number): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.releases.delete(id);
+        resolve();
+      };
+      const timer = setTimeout(done, PING_TIMEOUT_MS);
+      this.releases.set(id, done);
+      this.send({ ah: "lock.release", id });
+    });
   }
 
   async ping(): Promise<void> {

@@ -92,19 +92,21 @@ async function handleAppend(runtime: Runtime, req: Request, res: Response): Prom
   const key = storageKey(userId, agent.name, body.thread_id);
   const messages = body.messages.map(toStoredMessage);
   const lease = await lockConversation(runtime, key, signalOf(res));
+  let total: number;
   try {
-    const total = await appendMessages(agent, key, messages);
-    res.status(201).json({
-      status: "success",
-      thread_id: body.thread_id,
-      user_id: userIdAsSent(req.body),
-      message: `Added ${messages.length} messages to chat history.`,
-      added: messages.length,
-      total,
-    });
+    total = await appendMessages(agent, key, messages);
   } finally {
+    // Free the conversation before answering, so the caller's next request never finds it busy.
     await lease.release();
   }
+  res.status(201).json({
+    status: "success",
+    thread_id: body.thread_id,
+    user_id: userIdAsSent(req.body),
+    message: `Added ${messages.length} messages to chat history.`,
+    added: messages.length,
+    total,
+  });
 }
 
 /** The clear request: a JSON body, or the same fields as query parameters. */
@@ -130,16 +132,16 @@ async function handleClear(runtime: Runtime, req: Request, res: Response): Promi
   const lease = await lockConversation(runtime, key, signalOf(res));
   try {
     await clearHistory(agent, key);
-    res.status(200).json({
-      status: "success",
-      thread_id: body.thread_id,
-      user_id: userIdAsSent(request),
-      message: "Deleted all checkpoints for this conversation.",
-      cleared: true,
-    });
   } finally {
     await lease.release();
   }
+  res.status(200).json({
+    status: "success",
+    thread_id: body.thread_id,
+    user_id: userIdAsSent(request),
+    message: "Deleted all checkpoints for this conversation.",
+    cleared: true,
+  });
 }
 
 export function historyRoutes(runtime: Runtime): Router {

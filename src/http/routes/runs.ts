@@ -115,6 +115,11 @@ export type Framing = { contentType: string; encode: (event: StreamEvent) => str
 export const SSE: Framing = { contentType: "text/event-stream; charset=utf-8", encode: encodeSseEvent, done: SSE_DONE, keepalive: SSE_KEEPALIVE };
 export const JSONL: Framing = { contentType: "application/jsonl; charset=utf-8", encode: encodeJsonlEvent };
 
+/** An AI message without tool calls: the run may end with it. */
+function mayBeFinal(event: StreamEvent): boolean {
+  return event.type === "message" && event.content.type === "ai" && event.content.tool_calls.length === 0;
+}
+
 /** Write respecting backpressure; resolves false if the connection went away. */
 function write(res: Response, chunk: string): Promise<boolean> {
   if (res.destroyed || res.writableEnded) return Promise.resolve(false);
@@ -172,15 +177,26 @@ export async function respondStream(
     ? setInterval(() => void write(res, framing.keepalive!), runtime.config.STREAM_KEEPALIVE_INTERVAL * 1000)
     : undefined;
   let outcome = "client_disconnected";
+  // A message that may be the final answer is held until the next event shows it is not: the final
+  // one is written only after the lock is released, so a client acting on it never finds its own
+  // conversation busy.
+  let held: StreamEvent | undefined;
+  const flushHeld = async (): Promise<boolean> => {
+    const event = held;
+    held = undefined;
+    return event ? write(res, framing.encode(event)) : true;
+  };
   try {
     for await (const event of streamRun(run, signal, { tokens })) {
       if (event.type === "message") runtime.metrics.countTokens(run.agent.name, event.content);
-      if (!(await write(res, framing.encode(event)))) return;
+      if (!(await flushHeld())) return;
+      if (mayBeFinal(event)) held = event;
+      else if (!(await write(res, framing.encode(event)))) return;
       keepalive?.refresh();
     }
     outcome = "ok";
-    // Free the conversation before the client hears the end, so its next turn never finds it busy.
     await lease.release();
+    if (!(await flushHeld())) return;
     if (framing.done) await write(res, framing.done);
   } catch (cause) {
     const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined);
@@ -188,6 +204,7 @@ export async function respondStream(
     logRunFailure(res, run, error, cause);
     const event: StreamEvent = { type: "error", content: describeForStream(runtime, error, cause) };
     if (error.errorCode) event.error_code = error.errorCode;
+    await flushHeld();
     await write(res, framing.encode(event));
   } finally {
     runtime.metrics.runs.inc({ agent: run.agent.name, outcome });
