@@ -2,6 +2,8 @@ import { Router } from "express";
 import type { Runtime } from "../../runtime.ts";
 
 const PROBE_TIMEOUT_MS = 2_000;
+/** How long one answer to the dependency checks is reused: probes cannot load the database. */
+export const READINESS_CACHE_MS = 1_000;
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -13,25 +15,59 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   ]).finally(() => clearTimeout(timer));
 }
 
-/** Readiness problems, empty when the worker should receive traffic. Reveals no data. */
-export async function readinessProblems(runtime: Runtime): Promise<string[]> {
-  const problems: string[] = [];
-  if (runtime.lifecycle.draining) problems.push("shutting_down");
-  if (runtime.checkpoints.saturated()) problems.push("database_saturated");
-  await withTimeout(runtime.checkpoints.ping(), PROBE_TIMEOUT_MS).catch(() => problems.push("database_unreachable"));
-  await withTimeout(runtime.locks.ping(), PROBE_TIMEOUT_MS).catch(() => problems.push("lock_service_unreachable"));
-  return problems;
+/**
+ * The dependency checks behind readiness (saturation, database, lock service), run at most once
+ * per READINESS_CACHE_MS however many probes arrive: concurrent probes share one check, and a
+ * check reads the saturation signal before its own ping, so probes never count as load. Anyone
+ * who can reach /health/ready can therefore not flip it; only the service's own state can.
+ */
+export class ReadinessChecks {
+  private last: { at: number; problems: readonly string[] } | undefined;
+  private inFlight: Promise<readonly string[]> | undefined;
+
+  constructor(
+    private readonly runtime: Runtime,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  async problems(): Promise<string[]> {
+    const dependencies = await this.dependencies();
+    return this.runtime.lifecycle.draining ? ["shutting_down", ...dependencies] : [...dependencies];
+  }
+
+  private dependencies(): Promise<readonly string[]> {
+    if (this.last && this.now() - this.last.at < READINESS_CACHE_MS) return Promise.resolve(this.last.problems);
+    this.inFlight ??= this.check().finally(() => {
+      this.inFlight = undefined;
+    });
+    return this.inFlight;
+  }
+
+  private async check(): Promise<readonly string[]> {
+    const { checkpoints, locks } = this.runtime;
+    const problems: string[] = [];
+    if (checkpoints.saturated()) problems.push("database_saturated");
+    const [database, lockService] = await Promise.allSettled([
+      withTimeout(checkpoints.ping(), PROBE_TIMEOUT_MS),
+      withTimeout(locks.ping(), PROBE_TIMEOUT_MS),
+    ]);
+    if (database.status === "rejected") problems.push("database_unreachable");
+    if (lockService.status === "rejected") problems.push("lock_service_unreachable");
+    this.last = { at: this.now(), problems };
+    return problems;
+  }
 }
 
 /** Probes: no authentication, no data beyond pass/fail and the failing check's name. */
 export function healthRoutes(runtime: Runtime, isLive: () => boolean = () => true): Router {
   const router = Router();
+  const readiness = new ReadinessChecks(runtime);
   router.get("/health/live", (_req, res) => {
     const live = isLive();
     res.status(live ? 200 : 503).json({ status: live ? "ok" : "stalled" });
   });
   router.get("/health/ready", async (_req, res) => {
-    const problems = await readinessProblems(runtime);
+    const problems = await readiness.problems();
     res.status(problems.length ? 503 : 200).json(problems.length ? { status: "unavailable", checks: problems } : { status: "ok" });
   });
   return router;
