@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
-import { createLogger, type Logger } from "../observability/logger.ts";
+import { createLogger, logFatalErrors, type Logger } from "../observability/logger.ts";
 import { PrimaryMetrics, renderClusterMetrics, type MetricsJson } from "../observability/metrics.ts";
 import { LockBroker } from "./lock-broker.ts";
 import { MetricsLedger } from "./metrics-ledger.ts";
@@ -60,6 +60,7 @@ export async function runPrimary(): Promise<void> {
     process.exit(STARTUP_REFUSED);
   }
   const logger = createLogger(config).child({ role: "primary" });
+  logFatalErrors(logger);
   const supervisor = new Supervisor(config, logger);
   await supervisor.start();
 }

@@ -1,3 +1,5 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { pino, type Logger } from "pino";
 import type { Config } from "../config/schema.ts";
 
@@ -16,12 +18,60 @@ export const REDACTED_PATHS = [
   "*.api_key",
 ];
 
+/** The project's root folder, as stack frames name it (plain path and file: URL). */
+const PROJECT_ROOT = path.resolve(fileURLToPath(new URL("../..", import.meta.url))) + path.sep;
+const PROJECT_ROOT_URL = `file://${PROJECT_ROOT}`;
+
+/** A stack with the project's absolute paths made relative to it (`src/…`, `node_modules/…`). */
+export function relativeStack(stack: string): string {
+  return stack.split(PROJECT_ROOT_URL).join("").split(PROJECT_ROOT).join("");
+}
+
+/**
+ * How `err` appears in a log line. Only unexpected internal errors are logged with `err` (expected
+ * failures, such as a provider's or the database's, are logged by type and code): its type, message,
+ * code and a stack relative to the project, never the error's other properties, which can hold
+ * request options, headers or keys.
+ */
+export function errorForLog(error: unknown): Record<string, unknown> {
+  if (!(error instanceof Error)) return { type: typeof error, message: String(error) };
+  const out: Record<string, unknown> = { type: error.name, message: error.message };
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string" || typeof code === "number") out.code = code;
+  if (error.stack) out.stack = relativeStack(error.stack);
+  if (error.cause instanceof Error) out.cause_type = error.cause.name;
+  return out;
+}
+
+/** An expected failure (database, provider, network) as log fields: its type and code, no text. */
+export function failureForLog(error: unknown): { err_type: string; err_code?: string | number } {
+  const code = (error as { code?: unknown } | null)?.code;
+  const out: { err_type: string; err_code?: string | number } = { err_type: error instanceof Error ? error.name : typeof error };
+  if (typeof code === "string" || typeof code === "number") out.err_code = code;
+  return out;
+}
+
 /** JSON lines on stdout (or a given destination, for tests). */
 export function createLogger(config: Pick<Config, "LOG_LEVEL">, destination?: NodeJS.WritableStream): Logger {
   const options = {
     level: config.LOG_LEVEL,
     base: { pid: process.pid },
     redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
+    serializers: { err: errorForLog },
   };
   return destination ? pino(options, destination) : pino(options);
+}
+
+/**
+ * Uncaught exceptions and unhandled rejections are logged as one JSON line (level fatal) instead of
+ * Node's multi-line print to stderr, then the process exits 1 as Node would have: a worker is
+ * replaced by the primary.
+ */
+export function logFatalErrors(logger: Logger): void {
+  const fatal = (kind: string) => (error: unknown) => {
+    logger.fatal({ err: error }, kind);
+    process.exit(1);
+  };
+  process.on("uncaughtException", fatal("uncaught exception"));
+  process.on("unhandledRejection", fatal("unhandled rejection"));
 }

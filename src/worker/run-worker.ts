@@ -6,7 +6,7 @@ import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import { createApp } from "../http/app.ts";
 import { listen } from "../http/server.ts";
-import { createLogger } from "../observability/logger.ts";
+import { createLogger, logFatalErrors } from "../observability/logger.ts";
 import { buildRuntime, type Runtime } from "../runtime.ts";
 import { answerPrimary } from "./primary-link.ts";
 
@@ -52,10 +52,9 @@ export async function runWorker(): Promise<void> {
   const inCluster = cluster.isWorker;
   try {
     config = loadConfig();
-    const logger = createLogger(config);
-    runtime = await buildRuntime(config, {
-      logger: inCluster ? logger.child({ worker: cluster.worker!.id }) : logger,
-    });
+    const logger = inCluster ? createLogger(config).child({ worker: cluster.worker!.id }) : createLogger(config);
+    logFatalErrors(logger);
+    runtime = await buildRuntime(config, { logger });
   } catch (error) {
     refuseToStart(error);
   }

@@ -107,3 +107,23 @@ test("workers do not outlive a primary killed with SIGKILL", async () => {
   };
   await eventually(() => !workers.some(alive), 10_000, "workers exit when their primary is gone");
 });
+
+test("an uncaught exception in a worker is one JSON log line with a project-relative stack; the worker is replaced", async () => {
+  const cluster = await startCluster({ WEB_CONCURRENCY: "1", AGENT_PATHS: JSON.stringify(["./test/fixtures/agents/crashing-agent.ts:crashingAgent"]) });
+  try {
+    const mark = cluster.logs.length;
+    // The crash may come before or after the answer is written; only the log matters here.
+    await invoke(cluster.url, "crashing-agent", randomUUID(), "hi").catch(() => undefined);
+    const fatal = await cluster.waitForLog((l) => l.msg === "uncaught exception", 10_000, mark);
+    assert.equal(fatal.level, 60);
+    const err = fatal.err as { type: string; message: string; stack: string };
+    assert.equal(err.type, "Error");
+    assert.equal(err.message, "a bug in an agent's timer");
+    assert.match(err.stack, /test\/fixtures\/agents\/crashing-agent\.ts/);
+    assert.ok(!err.stack.includes(ROOT), "stack paths are relative to the project");
+    await cluster.waitForLog((l) => l.msg === "worker forked", 10_000, mark);
+    assert.doesNotMatch(cluster.stderr(), /a bug in an agent's timer|at .*crashing-agent/, "nothing outside the JSON log");
+  } finally {
+    await cluster.stop("SIGKILL");
+  }
+});

@@ -1,12 +1,11 @@
 import type { AddressInfo } from "node:net";
 import type http from "node:http";
 import { Writable } from "node:stream";
-import { pino } from "pino";
 import { loadConfig } from "../../src/config/load.ts";
 import { createApp } from "../../src/http/app.ts";
 import { listen } from "../../src/http/server.ts";
 import { buildRuntime, type Runtime, type RuntimeOverrides } from "../../src/runtime.ts";
-import { REDACTED_PATHS } from "../../src/observability/logger.ts";
+import { createLogger } from "../../src/observability/logger.ts";
 
 export const TEST_TOKEN = "test-secret-token";
 
@@ -42,7 +41,7 @@ export async function startService(
       done();
     },
   });
-  const logger = pino({ level: config.LOG_LEVEL, redact: { paths: REDACTED_PATHS, censor: "[redacted]" } }, sink);
+  const logger = createLogger(config, sink);
   const runtime = await buildRuntime(config, { logger, ...overrides });
   const server: http.Server = await listen(createApp(runtime), config);
   const { port } = server.address() as AddressInfo;
