@@ -11,7 +11,7 @@ import { RunTracker } from "./worker/run-tracker.ts";
 import { buildAgentRegistry, type AgentRegistry } from "./agents/registry.ts";
 import { createAuthenticator, type Authenticator } from "./auth/principal.ts";
 import { openCheckpointBackend, type CheckpointBackend } from "./checkpoints/backend.ts";
-import { withHistoryIndex } from "./checkpoints/history-backend.ts";
+import { withMessageStore } from "./checkpoints/message-store-backend.ts";
 import { createFeedbackDelivery, type FeedbackDelivery } from "./feedback/delivery.ts";
 import { createObservabilityBackend, type ObservabilityBackend } from "./observability/backends/index.ts";
 import { attachTracing } from "./observability/backends/instrument.ts";
@@ -20,7 +20,7 @@ import { applyLangChainSettings } from "./agents/langchain-settings.ts";
 import { loadMcpToolset, McpToolsError, type McpToolset } from "./agents/mcp-tools.ts";
 import { createModelCatalog, type ModelCatalog } from "./models/catalog.ts";
 import { createProviderHttpPool, type ProviderHttpPool } from "./models/http-pool.ts";
-import { createLogger, failureForLog, type Logger } from "./observability/logger.ts";
+import { createLogger, type Logger } from "./observability/logger.ts";
 
 /** Everything a worker serves with, built once from the configuration (the composition root). */
 export interface Runtime {
@@ -91,7 +91,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     const mcp = await loadMcpToolset(config);
     cleanup.push(() => mcp.close());
     const checkpoints = await openCheckpointBackend(config).then((backend) =>
-      withHistoryIndex(backend, config, (error) => logger.warn(failureForLog(error), "history index write failed")).catch(async (error: unknown) => {
+      withMessageStore(backend, config).catch(async (error: unknown) => {
         await backend.close();
         throw error;
       }),

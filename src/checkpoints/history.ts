@@ -8,7 +8,7 @@ import {
 } from "@langchain/langgraph-checkpoint";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import { ApiError } from "../errors/api-error.ts";
-import { IndexedSaver } from "./history-index.ts";
+import { MessageStoreSaver } from "./message-store.ts";
 
 /** One page of a conversation's stored messages and how many it holds. */
 export interface StoredPage {
@@ -28,12 +28,12 @@ function onlyMessages(values: unknown[]): BaseMessage[] {
 }
 
 /**
- * Messages [offset, offset + limit) of a conversation. The message index answers without reviving
- * the rest of the thread; when it cannot (see IndexedSaver.readPage), the graph's getState does.
+ * Messages [offset, offset + limit) of a conversation. The message store answers reviving only the
+ * page; when it cannot (see MessageStoreSaver.readPage), the graph's getState does.
  */
 export async function readHistoryPage(agent: RegisteredAgent, storageKey: string, offset: number, limit: number): Promise<StoredPage> {
   const saver = saverOf(agent);
-  if (saver instanceof IndexedSaver) {
+  if (saver instanceof MessageStoreSaver) {
     const page = await saver.readPage(storageKey, offset, limit);
     if (page) return { messages: onlyMessages(page.messages), total: page.total };
   }
@@ -87,7 +87,7 @@ export async function appendMessages(agent: RegisteredAgent, storageKey: string,
   return Array.isArray(value) ? value.length : messages.length;
 }
 
-/** Delete every checkpoint, blob, pending write and index row of the conversation, in every namespace. */
+/** Delete every checkpoint, blob, pending write and message row of the conversation, in every namespace. */
 export async function clearHistory(agent: RegisteredAgent, storageKey: string): Promise<void> {
   await saverOf(agent).deleteThread(storageKey);
 }

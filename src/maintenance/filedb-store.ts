@@ -2,10 +2,10 @@ import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
 import { MaintenanceRefusal } from "./refusal.ts";
 import type { CheckpointStore, CheckpointTime, TableLayout } from "./store.ts";
-import { CHUNK_TABLE, INDEX_TABLE } from "../checkpoints/history-index-stores.ts";
+import { LEGACY_INDEX_TABLES, MESSAGE_TABLE } from "../checkpoints/message-rows.ts";
 
 /** The SqliteSaver's tables (@langchain/langgraph-checkpoint-sqlite): `writes` is missing in older files. */
-export const FILEDB_LAYOUT: TableLayout = { checkpoints: "checkpoints", required: ["checkpoints"], optional: ["writes", INDEX_TABLE, CHUNK_TABLE] };
+export const FILEDB_LAYOUT: TableLayout = { checkpoints: "checkpoints", required: ["checkpoints"], optional: ["writes", MESSAGE_TABLE, ...LEGACY_INDEX_TABLES] };
 
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
 

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { MaintenanceRefusal } from "./refusal.ts";
 import type { CheckpointStore, CheckpointTime, TableLayout } from "./store.ts";
-import { CHUNK_TABLE, INDEX_TABLE } from "../checkpoints/history-index-stores.ts";
+import { LEGACY_INDEX_TABLES, MESSAGE_TABLE } from "../checkpoints/message-rows.ts";
 
 /**
  * The PostgresSaver's tables (@langchain/langgraph-checkpoint-postgres). Its `checkpoint_migrations`
@@ -10,7 +10,7 @@ import { CHUNK_TABLE, INDEX_TABLE } from "../checkpoints/history-index-stores.ts
 export const SERVERDB_LAYOUT: TableLayout = {
   checkpoints: "checkpoints",
   required: ["checkpoints", "checkpoint_blobs"],
-  optional: ["checkpoint_writes", INDEX_TABLE, CHUNK_TABLE],
+  optional: ["checkpoint_writes", MESSAGE_TABLE, ...LEGACY_INDEX_TABLES],
 };
 
 const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;

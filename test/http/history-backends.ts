@@ -9,7 +9,7 @@ export const TEST_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test";
 export interface BackendUnderTest {
   readonly name: "memory" | "filedb" | "serverdb";
   readonly env: Record<string, string>;
-  /** Rows of the thread left in every checkpoint and index table (empty for memory). */
+  /** Rows of the thread left in every checkpoint and message table (empty for memory). */
   rowsOf(threadId: string): Promise<Record<string, number>>;
   cleanup(): Promise<void>;
 }
@@ -29,7 +29,7 @@ export function sqliteBackend(): BackendUnderTest {
       const db = new Database(file, { readonly: true });
       try {
         const out: Record<string, number> = {};
-        for (const table of ["checkpoints", "writes", "agenthost_history_index", "agenthost_history_chunks"]) {
+        for (const table of ["checkpoints", "writes", "agenthost_messages"]) {
           out[table] = (db.prepare(`SELECT count(*) AS n FROM ${table} WHERE thread_id = ?`).get(threadId) as { n: number }).n;
         }
         return out;
@@ -57,7 +57,7 @@ export function postgresBackend(): BackendUnderTest {
     env: { MEMORY_BACKEND: "serverdb", DATABASE_URL: TEST_DATABASE_URL, SERVERDB_SCHEMA: schema },
     async rowsOf(threadId) {
       const out: Record<string, number> = {};
-      for (const table of ["checkpoints", "checkpoint_blobs", "checkpoint_writes", "agenthost_history_index", "agenthost_history_chunks"]) {
+      for (const table of ["checkpoints", "checkpoint_blobs", "checkpoint_writes", "agenthost_messages"]) {
         const [row] = await query<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".${table} WHERE thread_id = $1`, [threadId]);
         out[table] = Number(row!.n);
       }

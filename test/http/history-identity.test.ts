@@ -1,8 +1,12 @@
-// Identity rules of the history routes in token mode, HISTORY_MAX_PAGE_SIZE, and the read
-// path's fallback when a checkpoint has no index entry.
+// Identity rules of the history routes in token mode, HISTORY_MAX_PAGE_SIZE, and the message
+// store on SQLite: conversations written before it, and what one turn stores.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import Database from "better-sqlite3";
+import { HumanMessage } from "@langchain/core/messages";
+import { emptyCheckpoint } from "@langchain/langgraph-checkpoint";
+import { storageKey } from "../../src/auth/storage-key.ts";
+import { MessageStoreSaver } from "../../src/checkpoints/message-store.ts";
 import { call, startService, type RunningService } from "../helpers/service.ts";
 import { sqliteBackend } from "./history-backends.ts";
 
@@ -55,15 +59,18 @@ test("HISTORY_MAX_PAGE_SIZE lowers the maximum and the default page; a larger li
   assert.equal(page.next_offset, 50);
 });
 
-test("a checkpoint without an index entry is still read correctly (getState fallback)", async () => {
+test("a conversation written before the message store (its list inline) reads, continues, and is then stored once", async () => {
   const backend = sqliteBackend();
   const sqlite = await startService(backend.env);
   try {
-    const messages = Array.from({ length: 250 }, (_, i) => ({ type: i % 2 ? "ai" : "human", content: `m${i}` }));
-    assert.equal((await call(sqlite, "POST", "/history/add_messages", { thread_id: "legacy", messages })).status, 201);
-    const db = new Database(backend.env.FILEDB_DB_PATH!);
-    db.exec("DELETE FROM agenthost_history_index; DELETE FROM agenthost_history_chunks;");
-    db.close();
+    const saver = sqlite.runtime.checkpoints.saver;
+    assert.ok(saver instanceof MessageStoreSaver);
+    const key = storageKey("service", "chatbot-agent", "legacy");
+    const checkpoint = emptyCheckpoint();
+    checkpoint.channel_values = { messages: Array.from({ length: 250 }, (_, i) => new HumanMessage({ id: `m${i}`, content: `m${i}` })) };
+    checkpoint.channel_versions = { messages: 1 };
+    await saver.inner.put({ configurable: { thread_id: key, checkpoint_ns: "" } }, checkpoint, { source: "update", step: -1, parents: {} }, { messages: 1 });
+
     const page = (await (await call(sqlite, "GET", "/history?thread_id=legacy&offset=180&limit=30")).json()) as {
       messages: Array<{ content: string }>;
       total: number;
@@ -72,38 +79,48 @@ test("a checkpoint without an index entry is still read correctly (getState fall
     assert.equal(page.total, 250);
     assert.deepEqual(page.messages.map((m) => m.content), Array.from({ length: 30 }, (_, i) => `m${180 + i}`));
     assert.equal(page.next_offset, 210);
-    // The next write indexes the thread again.
-    assert.equal((await call(sqlite, "POST", "/history/add_messages", { thread_id: "legacy", messages: [{ type: "human", content: "new" }] })).status, 201);
-    const db2 = new Database(backend.env.FILEDB_DB_PATH!, { readonly: true });
-    const entries = (db2.prepare("SELECT count(*) AS n FROM agenthost_history_index").get() as { n: number }).n;
-    db2.close();
-    assert.equal(entries, 1);
+
+    assert.equal((await call(sqlite, "POST", "/invoke", { input: { message: "new" }, thread_id: "legacy" })).status, 200);
+    const db = new Database(backend.env.FILEDB_DB_PATH!, { readonly: true });
+    const stored = (db.prepare("SELECT count(*) AS n FROM agenthost_messages WHERE thread_id = ?").get(key) as { n: number }).n;
+    db.close();
+    assert.equal(stored, 252, "the next write stored each message once");
+    const last = (await (await call(sqlite, "GET", "/history?thread_id=legacy&offset=249&limit=5")).json()) as { messages: Array<{ content: string }>; total: number };
+    assert.deepEqual(last.messages.map((m) => m.content), ["m249", "new", "This is a test response from the fake model."]);
   } finally {
     await sqlite.close();
     await backend.cleanup();
   }
 });
 
-test("an append rewrites only the chunk it changes; old chunks are shared between checkpoints", async () => {
+test("a turn stores only its new messages; a checkpoint's size does not grow with the conversation", async () => {
   const backend = sqliteBackend();
   const sqlite = await startService(backend.env);
+  const db = () => new Database(backend.env.FILEDB_DB_PATH!, { readonly: true });
+  const facts = () => {
+    const handle = db();
+    try {
+      return {
+        rows: (handle.prepare("SELECT count(*) AS n FROM agenthost_messages").get() as { n: number }).n,
+        checkpointBytes: (handle.prepare("SELECT length(checkpoint) AS n FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1").get() as { n: number }).n,
+      };
+    } finally {
+      handle.close();
+    }
+  };
   try {
     const messages = Array.from({ length: 250 }, (_, i) => ({ type: "human", content: `m${i}` }));
-    assert.equal((await call(sqlite, "POST", "/history/add_messages", { thread_id: "chunks", messages })).status, 201);
-    const count = () => {
-      const db = new Database(backend.env.FILEDB_DB_PATH!, { readonly: true });
-      try {
-        return (db.prepare("SELECT count(*) AS n FROM agenthost_history_chunks").get() as { n: number }).n;
-      } finally {
-        db.close();
-      }
-    };
-    assert.equal(count(), 3);
-    assert.equal((await call(sqlite, "POST", "/history/add_messages", { thread_id: "chunks", messages: [{ type: "human", content: "one more" }] })).status, 201);
-    assert.equal(count(), 4, "only the last (partial) chunk was written again");
-    const page = (await (await call(sqlite, "GET", "/history?thread_id=chunks&offset=249&limit=5")).json()) as { messages: Array<{ content: string }>; total: number };
-    assert.deepEqual(page.messages.map((m) => m.content), ["m249", "one more"]);
-    assert.equal(page.total, 251);
+    assert.equal((await call(sqlite, "POST", "/history/add_messages", { thread_id: "rows", messages })).status, 201);
+    const small = facts();
+    assert.equal(small.rows, 250);
+    assert.equal((await call(sqlite, "POST", "/history/add_messages", { thread_id: "rows", messages })).status, 201);
+    assert.equal((await call(sqlite, "POST", "/invoke", { input: { message: "one more" }, thread_id: "rows" })).status, 200);
+    const large = facts();
+    assert.equal(large.rows, 502, "250 + 250 appended + the turn's question and answer");
+    assert.ok(large.checkpointBytes < 2_000 && large.checkpointBytes <= small.checkpointBytes + 200, JSON.stringify({ small, large }));
+    const page = (await (await call(sqlite, "GET", "/history?thread_id=rows&offset=499&limit=5")).json()) as { messages: Array<{ content: string }>; total: number };
+    assert.deepEqual(page.messages.map((m) => m.content), ["m249", "one more", "This is a test response from the fake model."]);
+    assert.equal(page.total, 502);
   } finally {
     await sqlite.close();
     await backend.cleanup();

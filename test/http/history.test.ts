@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { storageKey } from "../../src/auth/storage-key.ts";
-import { IndexedSaver } from "../../src/checkpoints/history-index.ts";
+import { MessageStoreSaver } from "../../src/checkpoints/message-store.ts";
 import { call, startService, type RunningService } from "../helpers/service.ts";
 import { ALL_BACKENDS } from "./history-backends.ts";
 
@@ -131,7 +131,7 @@ for (const makeBackend of ALL_BACKENDS) {
       }
     });
 
-    test("runs and appends build one conversation; the index answers reads", async () => {
+    test("runs and appends build one conversation; the message store answers reads", async () => {
       const invoke = await call(service, "POST", `/${AGENT}/invoke`, { input: { message: "first" }, thread_id: "mixed" });
       assert.equal(invoke.status, 200);
       assert.equal((await append(service, { thread_id: "mixed", messages: [{ type: "human", content: "imported" }] })).status, 201);
@@ -143,10 +143,10 @@ for (const makeBackend of ALL_BACKENDS) {
       );
       // The model saw the imported message: the conversation continued from the new list.
       const saver = service.runtime.checkpoints.saver;
-      assert.ok(saver instanceof IndexedSaver);
+      assert.ok(saver instanceof MessageStoreSaver);
       const key = storageKey("service", AGENT, "mixed");
       const indexed = await saver.readPage(key, 1, 2);
-      assert.ok(indexed, "the latest checkpoint is indexed");
+      assert.ok(indexed, "the message store answers for the latest checkpoint");
       assert.equal(indexed.total, 5);
       assert.equal(indexed.messages.length, 2);
     });
@@ -169,7 +169,7 @@ for (const makeBackend of ALL_BACKENDS) {
       assert.equal((await page(service, "thread_id=shared&user_id=bob")).total, 0);
     });
 
-    test("clear deletes every checkpoint, blob, write and index row of the thread, and nothing else", async () => {
+    test("clear deletes every checkpoint, blob, write and message row of the thread, and nothing else", async () => {
       for (const thread of ["doomed", "kept"]) {
         assert.equal((await call(service, "POST", `/${AGENT}/invoke`, { input: { message: "hi" }, thread_id: thread })).status, 200);
         assert.equal((await append(service, { thread_id: thread, messages: seven })).status, 201);

@@ -82,12 +82,12 @@ test("conversations written by the service move to their new owner and the servi
     assert.equal(report.applied, true);
     assert.deepEqual(report.mappings.map((m) => m.new_thread_id), [storageKey("alice", AGENT, "conv-1"), storageKey("alice", AGENT, "imported-7")]);
 
-    // The service's history index moves with the conversation: nothing of it stays under the old key.
+    // The service's message rows move with the conversation: nothing of them stays under the old key.
     const moved = report.mappings[0]!.rows;
-    assert.ok((moved.agenthost_history_index ?? 0) > 0 && (moved.agenthost_history_chunks ?? 0) > 0, JSON.stringify(moved));
+    assert.ok((moved.agenthost_messages ?? 0) > 0, JSON.stringify(moved));
     const file = new Database(env.FILEDB_DB_PATH, { readonly: true });
     try {
-      for (const table of ["agenthost_history_index", "agenthost_history_chunks"]) {
+      for (const table of ["agenthost_messages"]) {
         const left = file.prepare(`SELECT count(*) AS n FROM ${table} WHERE thread_id = ?`).get(oldKey) as { n: number };
         assert.equal(left.n, 0, table);
       }

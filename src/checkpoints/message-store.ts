@@ -1,0 +1,314 @@
+import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import {
+  BaseCheckpointSaver,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointTuple,
+  type PendingWrite,
+} from "@langchain/langgraph-checkpoint";
+import type { MessageRows } from "./message-rows.ts";
+
+/**
+ * The message store: a checkpoint saver layer that keeps each message of a conversation once and
+ * stores a checkpoint's `messages` list as key ranges into those rows, so a turn costs the same at
+ * 10 messages as at 5,000 and storage grows with the messages, not with their square.
+ *
+ * LangGraph writes the whole `messages` list with every checkpoint and revives all of it on every
+ * read. Here a `put` serialises only the messages this worker has not stored yet (new objects, or
+ * objects whose fields were reassigned since they were stored) under fresh keys, and writes
+ * `{ranges}` instead of the list; a `getTuple` resolves the ranges from a per-worker cache of
+ * revived messages, reading and reviving only keys it has not seen. Keys are never reused and rows
+ * never change, so a cached message is valid whichever worker or host wrote the checkpoint: no
+ * invalidation is needed, only a bound on memory.
+ *
+ * Only the root namespace's `messages` channel is stored this way, and only when it holds LangChain
+ * messages; everything else (other channels, subgraphs, a delta channel, checkpoints written before
+ * this layer) passes through unchanged, so both old and new checkpoints read.
+ */
+
+/** A checkpoint's `messages` value as stored: inclusive key ranges, in list order. */
+export interface MessageRefs {
+  readonly agenthost_messages: 1;
+  readonly ranges: ReadonlyArray<readonly [number, number]>;
+}
+
+export function isMessageRefs(value: unknown): value is MessageRefs {
+  return typeof value === "object" && value !== null && (value as { agenthost_messages?: unknown }).agenthost_messages === 1 && Array.isArray((value as { ranges?: unknown }).ranges);
+}
+
+/** How many messages the ranges hold. */
+export function countOf(refs: MessageRefs): number {
+  let total = 0;
+  for (const [first, last] of refs.ranges) total += last - first + 1;
+  return total;
+}
+
+/** The keys at positions [offset, offset + limit) of the list. */
+export function keysAt(refs: MessageRefs, offset = 0, limit = Number.POSITIVE_INFINITY): number[] {
+  const keys: number[] = [];
+  let position = 0;
+  const end = offset + limit;
+  for (const [first, last] of refs.ranges) {
+    const length = last - first + 1;
+    if (position + length > offset && position < end) {
+      const from = Math.max(offset - position, 0);
+      const to = Math.min(end - position, length);
+      for (let i = from; i < to; i++) keys.push(first + i);
+    }
+    position += length;
+    if (position >= end) break;
+  }
+  return keys;
+}
+
+/** Consecutive keys folded into ranges. */
+export function rangesOf(keys: readonly number[]): Array<[number, number]> {
+  const ranges: Array<[number, number]> = [];
+  for (const key of keys) {
+    const last = ranges[ranges.length - 1];
+    if (last && last[1] + 1 === key) last[1] = key;
+    else ranges.push([key, key]);
+  }
+  return ranges;
+}
+
+/** The fields a node may reassign on a message; a message whose fields changed is stored anew. */
+const FIELDS = ["content", "tool_calls", "invalid_tool_calls", "additional_kwargs", "response_metadata", "usage_metadata", "name", "id", "tool_call_id", "artifact", "status", "role"] as const;
+
+function fieldsOf(message: BaseMessage): unknown[] {
+  const record = message as unknown as Record<string, unknown>;
+  return FIELDS.map((field) => record[field]);
+}
+
+function sameFields(stored: readonly unknown[], message: BaseMessage): boolean {
+  const record = message as unknown as Record<string, unknown>;
+  return FIELDS.every((field, i) => record[field] === stored[i]);
+}
+
+/** A message row that a checkpoint refers to is missing: the conversation cannot be revived. */
+export class MissingMessagesError extends Error {
+  constructor(readonly threadId: string, readonly missing: number) {
+    super(`${missing} stored messages of a conversation are missing`);
+    this.name = "MissingMessagesError";
+  }
+}
+
+/** Where a message object is stored: its thread, key, and its fields when it was stored or revived. */
+interface StoredAs {
+  readonly threadId: string;
+  readonly key: number;
+  readonly fields: unknown[];
+}
+
+/** Revived messages of one thread, by key (the part of the cache that holds memory). */
+class ThreadMessages {
+  readonly byKey = new Map<number, BaseMessage>();
+  /** Messages the current step wrote (putWrites): stored anew even when their fields look unchanged. */
+  written = new WeakSet<BaseMessage>();
+  /** The next free key, valid while the next put's parent is `after` (no other writer came between). */
+  next: { readonly after: string; readonly key: number } | undefined;
+}
+
+/** Keys revived per slice before the event loop gets a turn: a cold read of a huge conversation never blocks it for long. */
+const REVIVE_SLICE = 1_000;
+
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+const decoder = new TextDecoder();
+
+export class MessageStoreSaver extends BaseCheckpointSaver {
+  /** Threads in least-recently-used order (a Map iterates in insertion order). */
+  private readonly threads = new Map<string, ThreadMessages>();
+  private cachedMessages = 0;
+  /**
+   * The key of every message object this worker stored or revived. Weak, so it costs no memory of
+   * its own, and it outlives a thread's eviction from the cache: a run still holding the objects
+   * never stores them twice.
+   */
+  private readonly storedAs = new WeakMap<BaseMessage, StoredAs>();
+
+  constructor(
+    readonly inner: BaseCheckpointSaver,
+    readonly rows: MessageRows,
+    /** Revived messages kept per worker, across threads. */
+    private readonly cacheSize: number,
+  ) {
+    super(inner.serde);
+  }
+
+  override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const tuple = await this.inner.getTuple(config);
+    return tuple && this.resolve(tuple);
+  }
+
+  override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
+    for await (const tuple of this.inner.list(config, options)) yield await this.resolve(tuple);
+  }
+
+  override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    const threadId: unknown = config.configurable?.thread_id;
+    const namespace: unknown = config.configurable?.checkpoint_ns ?? "";
+    const value: unknown = checkpoint.channel_values?.messages;
+    if (typeof threadId === "string" && namespace === "" && Array.isArray(value) && value.every(isBaseMessage)) {
+      const parent: unknown = config.configurable?.checkpoint_id;
+      const refs = await this.store(threadId, typeof parent === "string" ? parent : undefined, checkpoint.id, value);
+      checkpoint = { ...checkpoint, channel_values: { ...checkpoint.channel_values, messages: refs } };
+    }
+    return this.inner.put(config, checkpoint, metadata, newVersions);
+  }
+
+  override putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
+    const threadId: unknown = config.configurable?.thread_id;
+    const thread = typeof threadId === "string" && (config.configurable?.checkpoint_ns ?? "") === "" ? this.threads.get(threadId) : undefined;
+    if (thread) {
+      for (const [channel, value] of writes) {
+        if (channel !== "messages") continue;
+        for (const item of Array.isArray(value) ? value : [value]) if (isBaseMessage(item)) thread.written.add(item);
+      }
+    }
+    return this.inner.putWrites(config, writes, taskId);
+  }
+
+  override async deleteThread(threadId: string): Promise<void> {
+    await this.inner.deleteThread(threadId);
+    await this.rows.deleteThread(threadId);
+    this.forget(threadId);
+  }
+
+  override getNextVersion(current: number | undefined): number {
+    return this.inner.getNextVersion(current);
+  }
+
+  override getDeltaChannelHistory(
+    options: Parameters<BaseCheckpointSaver["getDeltaChannelHistory"]>[0],
+  ): ReturnType<BaseCheckpointSaver["getDeltaChannelHistory"]> {
+    return this.inner.getDeltaChannelHistory(options);
+  }
+
+  /**
+   * Messages [offset, offset + limit) of the thread's latest root checkpoint and their total,
+   * reviving only that page. Undefined when the latest checkpoint's list is not the whole state
+   * (a pending update without a task), so the caller asks the graph.
+   */
+  async readPage(threadId: string, offset: number, limit: number): Promise<{ messages: BaseMessage[]; total: number } | undefined> {
+    const tuple = await this.inner.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } });
+    if (!tuple) return { messages: [], total: 0 };
+    if (tuple.pendingWrites?.some(([task, channel]) => channel === "messages" && task === NULL_TASK_ID)) return undefined;
+    const value: unknown = tuple.checkpoint.channel_values?.messages;
+    if (isMessageRefs(value)) return { messages: await this.load(threadId, keysAt(value, offset, limit)), total: countOf(value) };
+    const list = Array.isArray(value) ? value.filter(isBaseMessage) : [];
+    return { messages: list.slice(offset, offset + limit), total: list.length };
+  }
+
+  /** How many messages the thread's latest root checkpoint holds, without reviving any. */
+  async count(threadId: string): Promise<number> {
+    const tuple = await this.inner.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } });
+    const value: unknown = tuple?.checkpoint.channel_values?.messages;
+    if (isMessageRefs(value)) return countOf(value);
+    return Array.isArray(value) ? value.length : 0;
+  }
+
+  private async resolve(tuple: CheckpointTuple): Promise<CheckpointTuple> {
+    const value: unknown = tuple.checkpoint.channel_values?.messages;
+    const threadId: unknown = tuple.config.configurable?.thread_id;
+    if (!isMessageRefs(value) || typeof threadId !== "string") return tuple;
+    const messages = await this.load(threadId, keysAt(value));
+    return { ...tuple, checkpoint: { ...tuple.checkpoint, channel_values: { ...tuple.checkpoint.channel_values, messages } } };
+  }
+
+  /** The messages under `keys`, in order: cached ones as they are, the rest read and revived. */
+  private async load(threadId: string, keys: readonly number[]): Promise<BaseMessage[]> {
+    const thread = this.thread(threadId);
+    const missing: number[] = [];
+    for (const key of keys) {
+      const message = thread.byKey.get(key);
+      // A cached message whose fields were reassigned after it was stored (by a run that then
+      // failed before saving) no longer matches its row: read the row again.
+      if (message && sameFields(this.storedAs.get(message)?.fields ?? [], message)) continue;
+      if (message) this.drop(thread, key);
+      missing.push(key);
+    }
+    for (let start = 0; start < missing.length; start += REVIVE_SLICE) {
+      if (start > 0) await yieldToEventLoop();
+      const slice = missing.slice(start, start + REVIVE_SLICE);
+      const texts = await this.rows.read(threadId, slice);
+      if (texts.size !== slice.length) throw new MissingMessagesError(threadId, slice.length - texts.size);
+      for (const key of slice) {
+        const revived: unknown = await this.serde.loadsTyped("json", texts.get(key)!);
+        if (!isBaseMessage(revived)) throw new MissingMessagesError(threadId, 1);
+        this.remember(threadId, thread, key, revived);
+      }
+    }
+    const out = keys.map((key) => thread.byKey.get(key)!);
+    this.trim(threadId);
+    return out;
+  }
+
+  /** Store the messages this thread has not stored yet; the list as key ranges. */
+  private async store(threadId: string, parent: string | undefined, checkpointId: string, messages: readonly BaseMessage[]): Promise<MessageRefs> {
+    const thread = this.thread(threadId);
+    const keys = new Array<number>(messages.length);
+    const fresh: number[] = [];
+    messages.forEach((message, i) => {
+      const stored = this.storedAs.get(message);
+      if (stored?.threadId === threadId && !thread.written.has(message) && sameFields(stored.fields, message)) keys[i] = stored.key;
+      else fresh.push(i);
+    });
+    thread.written = new WeakSet();
+    let next = thread.next && thread.next.after === parent ? thread.next.key : undefined;
+    if (fresh.length) {
+      next ??= (await this.rows.maxKey(threadId)) + 1;
+      const rows: Array<readonly [number, string]> = [];
+      for (const i of fresh) {
+        const [type, bytes] = await this.serde.dumpsTyped(messages[i]);
+        if (type !== "json") throw new Error(`the checkpoint serializer wrote a message as ${type}, not json`);
+        rows.push([next, decoder.decode(bytes)]);
+        keys[i] = next++;
+      }
+      await this.rows.insert(threadId, rows);
+      for (const i of fresh) this.remember(threadId, thread, keys[i]!, messages[i]!);
+    }
+    thread.next = next === undefined ? undefined : { after: checkpointId, key: next };
+    this.trim(threadId);
+    return { agenthost_messages: 1, ranges: rangesOf(keys) };
+  }
+
+  /** The thread's cache, marked most recently used. */
+  private thread(threadId: string): ThreadMessages {
+    let thread = this.threads.get(threadId);
+    if (thread) this.threads.delete(threadId);
+    else thread = new ThreadMessages();
+    this.threads.set(threadId, thread);
+    return thread;
+  }
+
+  private remember(threadId: string, thread: ThreadMessages, key: number, message: BaseMessage): void {
+    if (!thread.byKey.has(key)) this.cachedMessages++;
+    thread.byKey.set(key, message);
+    this.storedAs.set(message, { threadId, key, fields: fieldsOf(message) });
+  }
+
+  private drop(thread: ThreadMessages, key: number): void {
+    if (thread.byKey.delete(key)) this.cachedMessages--;
+  }
+
+  private forget(threadId: string): void {
+    const thread = this.threads.get(threadId);
+    if (!thread) return;
+    this.cachedMessages -= thread.byKey.size;
+    this.threads.delete(threadId);
+  }
+
+  /** Evict least recently used threads past the cache size, never the one just used. */
+  private trim(current: string): void {
+    for (const threadId of this.threads.keys()) {
+      if (this.cachedMessages <= this.cacheSize || threadId === current) break;
+      this.forget(threadId);
+    }
+  }
+}
+
+/** LangGraph's task id for writes that belong to no task (Command updates). */
+export const NULL_TASK_ID = "00000000-0000-0000-0000-000000000000";
