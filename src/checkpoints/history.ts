@@ -87,6 +87,15 @@ export async function appendMessages(agent: RegisteredAgent, storageKey: string,
   return Array.isArray(value) ? value.length : messages.length;
 }
 
+/**
+ * After a failed run: forget the conversation's revived messages in this worker, since the run's
+ * nodes may have changed them without saving; the next run reads them back as stored.
+ */
+export function forgetUnsavedChanges(agent: RegisteredAgent, storageKey: string): void {
+  const saver = agent.graph.checkpointer;
+  if (saver instanceof MessageStoreSaver) saver.discard(storageKey);
+}
+
 /** Delete every checkpoint, blob, pending write and message row of the conversation, in every namespace. */
 export async function clearHistory(agent: RegisteredAgent, storageKey: string): Promise<void> {
   await saverOf(agent).deleteThread(storageKey);

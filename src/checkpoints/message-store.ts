@@ -17,12 +17,16 @@ import type { MessageRows } from "./message-rows.ts";
  * 10 messages as at 5,000 and storage grows with the messages, not with their square.
  *
  * LangGraph writes the whole `messages` list with every checkpoint and revives all of it on every
- * read. Here a `put` serialises only the messages this worker has not stored yet (new objects, or
- * objects whose fields were reassigned since they were stored) under fresh keys, and writes
- * `{ranges}` instead of the list; a `getTuple` resolves the ranges from a per-worker cache of
+ * read. Here a `put` serialises only the messages this worker has not stored yet (new objects, and
+ * the messages the step's nodes wrote, which may be updates of stored ones) under fresh keys, and
+ * writes `{ranges}` instead of the list; a `getTuple` resolves the ranges from a per-worker cache of
  * revived messages, reading and reviving only keys it has not seen. Keys are never reused and rows
  * never change, so a cached message is valid whichever worker or host wrote the checkpoint: no
- * invalidation is needed, only a bound on memory.
+ * invalidation is needed, only a bound on memory, and forgetting a thread whose run failed (its
+ * nodes may have changed cached objects that were never saved).
+ *
+ * Like LangGraph's own channels, a change to a message is saved when a node returns it: a message
+ * changed in place and not returned is not an update of the conversation.
  *
  * Only the root namespace's `messages` channel is stored this way, and only when it holds LangChain
  * messages; everything else (other channels, subgraphs, a delta channel, checkpoints written before
@@ -75,19 +79,6 @@ export function rangesOf(keys: readonly number[]): Array<[number, number]> {
   return ranges;
 }
 
-/** The fields a node may reassign on a message; a message whose fields changed is stored anew. */
-const FIELDS = ["content", "tool_calls", "invalid_tool_calls", "additional_kwargs", "response_metadata", "usage_metadata", "name", "id", "tool_call_id", "artifact", "status", "role"] as const;
-
-function fieldsOf(message: BaseMessage): unknown[] {
-  const record = message as unknown as Record<string, unknown>;
-  return FIELDS.map((field) => record[field]);
-}
-
-function sameFields(stored: readonly unknown[], message: BaseMessage): boolean {
-  const record = message as unknown as Record<string, unknown>;
-  return FIELDS.every((field, i) => record[field] === stored[i]);
-}
-
 /** A message row that a checkpoint refers to is missing: the conversation cannot be revived. */
 export class MissingMessagesError extends Error {
   constructor(readonly threadId: string, readonly missing: number) {
@@ -96,20 +87,27 @@ export class MissingMessagesError extends Error {
   }
 }
 
-/** Where a message object is stored: its thread, key, and its fields when it was stored or revived. */
+/** Where a message object is stored: its thread and key. */
 interface StoredAs {
   readonly threadId: string;
   readonly key: number;
-  readonly fields: unknown[];
+}
+
+/** The last list this worker stored or resolved for a thread: the next one usually starts with it. */
+interface LastList {
+  readonly ranges: string;
+  readonly messages: readonly BaseMessage[];
+  readonly keys: readonly number[];
 }
 
 /** Revived messages of one thread, by key (the part of the cache that holds memory). */
 class ThreadMessages {
   readonly byKey = new Map<number, BaseMessage>();
-  /** Messages the current step wrote (putWrites): stored anew even when their fields look unchanged. */
+  /** Messages the current step wrote (putWrites): stored anew, since they may update stored ones. */
   written = new WeakSet<BaseMessage>();
   /** The next free key, valid while the next put's parent is `after` (no other writer came between). */
   next: { readonly after: string; readonly key: number } | undefined;
+  last: LastList | undefined;
 }
 
 /** Keys revived per slice before the event loop gets a turn: a cold read of a huge conversation never blocks it for long. */
@@ -151,10 +149,10 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
     const threadId: unknown = config.configurable?.thread_id;
     const namespace: unknown = config.configurable?.checkpoint_ns ?? "";
     const value: unknown = checkpoint.channel_values?.messages;
-    if (typeof threadId === "string" && namespace === "" && Array.isArray(value) && value.every(isBaseMessage)) {
+    if (typeof threadId === "string" && namespace === "" && Array.isArray(value)) {
       const parent: unknown = config.configurable?.checkpoint_id;
       const refs = await this.store(threadId, typeof parent === "string" ? parent : undefined, checkpoint.id, value);
-      checkpoint = { ...checkpoint, channel_values: { ...checkpoint.channel_values, messages: refs } };
+      if (refs) checkpoint = { ...checkpoint, channel_values: { ...checkpoint.channel_values, messages: refs } };
     }
     return this.inner.put(config, checkpoint, metadata, newVersions);
   }
@@ -174,6 +172,14 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
   override async deleteThread(threadId: string): Promise<void> {
     await this.inner.deleteThread(threadId);
     await this.rows.deleteThread(threadId);
+    this.forget(threadId);
+  }
+
+  /**
+   * Drop the thread's revived messages: its run failed, and its nodes may have changed cached
+   * objects that were never saved. The next read revives the thread from its rows.
+   */
+  discard(threadId: string): void {
     this.forget(threadId);
   }
 
@@ -214,22 +220,29 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
     const value: unknown = tuple.checkpoint.channel_values?.messages;
     const threadId: unknown = tuple.config.configurable?.thread_id;
     if (!isMessageRefs(value) || typeof threadId !== "string") return tuple;
-    const messages = await this.load(threadId, keysAt(value));
+    const messages = await this.loadList(threadId, value);
     return { ...tuple, checkpoint: { ...tuple.checkpoint, channel_values: { ...tuple.checkpoint.channel_values, messages } } };
+  }
+
+  /** The whole list of a checkpoint, reusing the last list resolved or stored when the ranges are the same. */
+  private async loadList(threadId: string, refs: MessageRefs): Promise<BaseMessage[]> {
+    const ranges = JSON.stringify(refs.ranges);
+    const last = this.threads.get(threadId)?.last;
+    if (last?.ranges === ranges) {
+      this.thread(threadId);
+      return [...last.messages];
+    }
+    const keys = keysAt(refs);
+    const messages = await this.load(threadId, keys);
+    this.thread(threadId).last = { ranges, messages, keys };
+    return [...messages];
   }
 
   /** The messages under `keys`, in order: cached ones as they are, the rest read and revived. */
   private async load(threadId: string, keys: readonly number[]): Promise<BaseMessage[]> {
     const thread = this.thread(threadId);
     const missing: number[] = [];
-    for (const key of keys) {
-      const message = thread.byKey.get(key);
-      // A cached message whose fields were reassigned after it was stored (by a run that then
-      // failed before saving) no longer matches its row: read the row again.
-      if (message && sameFields(this.storedAs.get(message)?.fields ?? [], message)) continue;
-      if (message) this.drop(thread, key);
-      missing.push(key);
-    }
+    for (const key of keys) if (!thread.byKey.has(key)) missing.push(key);
     for (let start = 0; start < missing.length; start += REVIVE_SLICE) {
       if (start > 0) await yieldToEventLoop();
       const slice = missing.slice(start, start + REVIVE_SLICE);
@@ -241,22 +254,34 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
         this.remember(threadId, thread, key, revived);
       }
     }
-    const out = keys.map((key) => thread.byKey.get(key)!);
+    const out = new Array<BaseMessage>(keys.length);
+    for (let i = 0; i < keys.length; i++) out[i] = thread.byKey.get(keys[i]!)!;
     this.trim(threadId);
     return out;
   }
 
-  /** Store the messages this thread has not stored yet; the list as key ranges. */
-  private async store(threadId: string, parent: string | undefined, checkpointId: string, messages: readonly BaseMessage[]): Promise<MessageRefs> {
+  /**
+   * Store what this thread has not stored yet; the list as key ranges, or undefined when the list
+   * holds something other than messages (it is then stored as LangGraph stores it).
+   */
+  private async store(threadId: string, parent: string | undefined, checkpointId: string, messages: readonly unknown[]): Promise<MessageRefs | undefined> {
     const thread = this.thread(threadId);
+    const { written, last } = thread;
+    thread.written = new WeakSet();
     const keys = new Array<number>(messages.length);
     const fresh: number[] = [];
-    messages.forEach((message, i) => {
+    for (let i = 0; i < messages.length; i++) {
+      const message = messages[i];
+      // Most of a new list is the last list, object for object: no lookup needed.
+      if (last && message === last.messages[i] && !written.has(message as BaseMessage)) {
+        keys[i] = last.keys[i]!;
+        continue;
+      }
+      if (!isBaseMessage(message)) return undefined;
       const stored = this.storedAs.get(message);
-      if (stored?.threadId === threadId && !thread.written.has(message) && sameFields(stored.fields, message)) keys[i] = stored.key;
+      if (stored?.threadId === threadId && !written.has(message) && thread.byKey.get(stored.key) === message) keys[i] = stored.key;
       else fresh.push(i);
-    });
-    thread.written = new WeakSet();
+    }
     let next = thread.next && thread.next.after === parent ? thread.next.key : undefined;
     if (fresh.length) {
       next ??= (await this.rows.maxKey(threadId)) + 1;
@@ -268,11 +293,14 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
         keys[i] = next++;
       }
       await this.rows.insert(threadId, rows);
-      for (const i of fresh) this.remember(threadId, thread, keys[i]!, messages[i]!);
+      for (const i of fresh) this.remember(threadId, thread, keys[i]!, messages[i] as BaseMessage);
     }
     thread.next = next === undefined ? undefined : { after: checkpointId, key: next };
+    const ranges = rangesOf(keys);
+    // A copy: a node that pushes onto the channel's array must not change what this worker remembers.
+    thread.last = { ranges: JSON.stringify(ranges), messages: [...(messages as BaseMessage[])], keys };
     this.trim(threadId);
-    return { agenthost_messages: 1, ranges: rangesOf(keys) };
+    return { agenthost_messages: 1, ranges };
   }
 
   /** The thread's cache, marked most recently used. */
@@ -287,11 +315,7 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
   private remember(threadId: string, thread: ThreadMessages, key: number, message: BaseMessage): void {
     if (!thread.byKey.has(key)) this.cachedMessages++;
     thread.byKey.set(key, message);
-    this.storedAs.set(message, { threadId, key, fields: fieldsOf(message) });
-  }
-
-  private drop(thread: ThreadMessages, key: number): void {
-    if (thread.byKey.delete(key)) this.cachedMessages--;
+    this.storedAs.set(message, { threadId, key });
   }
 
   private forget(threadId: string): void {

@@ -27,10 +27,20 @@ function tokenize(text: string): string[] {
   return text.match(/\S+\s*|\s+/g) ?? [];
 }
 
+/** Each message's count, once: the fake model sees the whole conversation every turn. */
+const tokenCounts = new WeakMap<BaseMessage, number>();
+
 /** A rough count, stable across runs: one token per word-like piece of the prompt. */
 function countTokens(messages: readonly BaseMessage[]): number {
   let count = 0;
-  for (const message of messages) count += tokenize(message.text).length + 3;
+  for (const message of messages) {
+    let tokens = tokenCounts.get(message);
+    if (tokens === undefined) {
+      tokens = tokenize(typeof message.content === "string" ? message.content : message.text).length + 3;
+      tokenCounts.set(message, tokens);
+    }
+    count += tokens;
+  }
   return count;
 }
 

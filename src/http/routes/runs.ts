@@ -3,6 +3,7 @@ import type { RegisteredAgent } from "../../agents/agent.ts";
 import { ApiError } from "../../errors/api-error.ts";
 import { classifyRunError } from "../../errors/classify.ts";
 import type { LockLease } from "../../admission/locks/conversation-lock.ts";
+import { forgetUnsavedChanges } from "../../checkpoints/history.ts";
 import { invokeRun, streamRun } from "../../runs/execute.ts";
 import { resumeFromInput } from "../../runs/interrupts.ts";
 import { prepareRun, type PreparedRun } from "../../runs/prepare.ts";
@@ -89,6 +90,7 @@ export async function respondInvoke(runtime: Runtime, res: Response, prepared: P
     runtime.metrics.countTokens(run.agent.name, message);
     res.status(200).json(message);
   } catch (cause) {
+    forgetUnsavedChanges(run.agent, run.storageKey);
     if (cause instanceof ApiError && cause.status < 500) throw cause;
     const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined);
     runtime.metrics.runs.inc({ agent: run.agent.name, outcome: error.errorCode ?? "error" });
@@ -199,6 +201,7 @@ export async function respondStream(
     if (!(await flushHeld())) return;
     if (framing.done) await write(res, framing.done);
   } catch (cause) {
+    forgetUnsavedChanges(run.agent, run.storageKey);
     const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined);
     outcome = error.errorCode ?? "error";
     logRunFailure(res, run, error, cause);
