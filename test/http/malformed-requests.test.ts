@@ -30,7 +30,9 @@ function assertErrorBody(res: RawResponse, status: number, errorCode: string): v
 }
 
 async function json(res: Response): Promise<RawResponse> {
-  return { status: res.status, headers: Object.fromEntries(res.headers), body: await res.text() };
+  const headers: Record<string, string> = {};
+  res.headers.forEach((value, name) => (headers[name] = value));
+  return { status: res.status, headers, body: await res.text() };
 }
 
 describe("malformed requests", () => {
@@ -94,7 +96,12 @@ describe("malformed requests", () => {
       ["garbage request line", "NOT HTTP AT ALL\r\n\r\n", 400, "bad_request"],
       ["invalid header name", "GET /info HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n", 400, "bad_request"],
       ["Content-Length and Transfer-Encoding", "POST /invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}", 400, "bad_request"],
-      ["invalid chunk size", "POST /invoke HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400, "bad_request"],
+      [
+        "invalid chunk size",
+        `POST /invoke HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+        400,
+        "bad_request",
+      ],
       ["headers too large", `GET /info HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`, 431, "headers_too_large"],
     ];
     for (const [name, request, status, code] of cases) {
