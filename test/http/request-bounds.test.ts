@@ -112,7 +112,8 @@ async function stalledStream(service: RunningService, thread: string, agentConfi
 describe("streams whose client stops reading: the deadline", () => {
   let service: RunningService;
   before(async () => {
-    service = await startService({ AGENT_PATHS: JSON.stringify([SPEW]), REQUEST_TIMEOUT: "3" });
+    // A cap far above the output, so only the deadline can end the stream.
+    service = await startService({ AGENT_PATHS: JSON.stringify([SPEW]), REQUEST_TIMEOUT: "3", STREAM_MAX_UNSENT_BYTES: String(256 * 1024 * 1024) });
   });
   after(() => service.close());
 
@@ -154,7 +155,8 @@ describe("streams whose client stops reading: the unsent output cap", () => {
       thread_id: "reader",
       stream_tokens: false,
       recursion_limit: 500,
-      agent_config: { chunks: 48, chunk_bytes: 64 * 1024 },
+      // The gap between chunks lets this process's event loop serve the reading client too.
+      agent_config: { chunks: 48, chunk_bytes: 64 * 1024, gap_ms: 2 },
     });
     assert.equal(res.status, 200);
     const sse = parseSse(await res.text());
