@@ -81,6 +81,17 @@ describe("request body read timeout", () => {
     }
   });
 
+  test("a request answered before its body arrived (401) is closed once the body never comes", async () => {
+    const client = await RawClient.connect(service.url);
+    client.write("POST /invoke HTTP/1.1\r\nHost: agenthost\r\nContent-Length: 1000\r\n\r\n{");
+    assert.equal((await client.response()).status, 401);
+    // Node's request timeout, a little after REQUEST_BODY_TIMEOUT, says so and closes the connection.
+    const res = await client.response();
+    assert.equal(res.status, 408);
+    assert.deepEqual(JSON.parse(res.body), TIMEOUT_BODY);
+    await client.closed;
+  });
+
   test("headers that never finish get a JSON 408 and the connection closes", async () => {
     const client = await RawClient.connect(service.url);
     client.write("POST /invoke HTTP/1.1\r\nHost: agenthost\r\nX-Slow: ");
