@@ -4,6 +4,7 @@ import type { Express } from "express";
 import type { Config } from "../config/schema.ts";
 import { ApiError } from "../errors/api-error.ts";
 import type { Logger } from "../observability/logger.ts";
+import { requestReadTimeoutMs } from "./middleware/body-deadline.ts";
 
 /** Above the idle timeout of common load balancers (AWS ALB 60 s, GCP 600 s is configurable). */
 export const KEEP_ALIVE_TIMEOUT_MS = 75_000;
@@ -73,15 +74,15 @@ function refuseExpectation(_req: http.IncomingMessage, res: http.ServerResponse)
 
 /**
  * Listen on HOST:PORT; resolves once the port is bound. Reading a request (headers and body) is
- * bounded by REQUEST_BODY_TIMEOUT; once a request has arrived, Node's timeouts no longer apply to
- * it, and its response takes as long as the service's own deadline (REQUEST_TIMEOUT) allows.
+ * bounded by REQUEST_BODY_TIMEOUT (at most REQUEST_TIMEOUT); once a request has arrived, Node's
+ * timeouts no longer apply to it, and its response takes as long as REQUEST_TIMEOUT allows.
  */
 export function listen(
   app: Express,
-  config: Pick<Config, "HOST" | "PORT" | "REQUEST_BODY_TIMEOUT">,
+  config: Pick<Config, "HOST" | "PORT" | "REQUEST_BODY_TIMEOUT" | "REQUEST_TIMEOUT">,
   logger?: Logger,
 ): Promise<http.Server> {
-  const bodyTimeoutMs = config.REQUEST_BODY_TIMEOUT * 1000;
+  const bodyTimeoutMs = requestReadTimeoutMs(config);
   const server = http.createServer(
     {
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,

@@ -1,10 +1,16 @@
 import type { Request, RequestHandler } from "express";
+import type { Config } from "../../config/schema.ts";
 import { ApiError } from "../../errors/api-error.ts";
 import type { Runtime } from "../../runtime.ts";
 import { sendError } from "./errors.ts";
 
 /** Methods whose body the service never reads. */
 const BODILESS = new Set(["GET", "HEAD"]);
+
+/** How long a request's headers and body may take to arrive: REQUEST_BODY_TIMEOUT, at most REQUEST_TIMEOUT. */
+export function requestReadTimeoutMs(config: Pick<Config, "REQUEST_BODY_TIMEOUT" | "REQUEST_TIMEOUT">): number {
+  return Math.min(config.REQUEST_BODY_TIMEOUT, config.REQUEST_TIMEOUT) * 1000;
+}
 
 /** The request says a body follows (the test body-parser uses too). */
 export function announcesBody(req: Request): boolean {
@@ -26,7 +32,7 @@ export function announcesBody(req: Request): boolean {
  * request timeout closes such a connection (src/http/server.ts).
  */
 export function bodyDeadline(runtime: Runtime): RequestHandler {
-  const timeoutMs = Math.min(runtime.config.REQUEST_BODY_TIMEOUT, runtime.config.REQUEST_TIMEOUT) * 1000;
+  const timeoutMs = requestReadTimeoutMs(runtime.config);
   return (req, res, next) => {
     if (!announcesBody(req)) return next();
     if (BODILESS.has(req.method)) {
