@@ -211,18 +211,19 @@ export async function respondStream(
     output.send(framing.encode(event));
   } finally {
     clearInterval(keepalive);
-    await lease.release();
-    res.end();
     if (output.slowConsumer) {
       outcome = "slow_consumer";
       runtime.metrics.streamCuts.inc({ reason: "slow_consumer" });
-    } else if (output.unsent > 0 && isDeadline(signal.reason)) {
+    }
+    runtime.metrics.runs.inc({ agent: run.agent.name, outcome });
+    await lease.release();
+    res.end();
+    if (output.unsent > 0 && isDeadline(signal.reason)) {
       // The deadline ends the stream now, not when a client that stopped reading takes the rest:
       // destroying the connection closes the response, which releases the admission slot.
       res.destroy();
       runtime.metrics.streamCuts.inc({ reason: "deadline" });
     }
-    runtime.metrics.runs.inc({ agent: run.agent.name, outcome });
   }
 }
 
