@@ -15,7 +15,17 @@ export const errorCatalogue = {
   forbidden_user: { status: 403, detail: "This token may not act for the requested user_id." },
   feedback_proof_required: { status: 403, code: "feedback_proof_required", detail: "Feedback from this token needs the run's feedback_token." },
   feedback_proof_invalid: { status: 403, code: "feedback_proof_invalid", detail: "The feedback_token was not issued for this user, agent and run." },
+  bad_request: { status: 400, code: "bad_request", detail: "The request is not valid HTTP." },
+  undecodable_body: { status: 400, code: "undecodable_body", detail: "The request body could not be decoded with its Content-Encoding." },
+  request_aborted: { status: 400, code: "request_aborted", detail: "The client closed the connection before its request body arrived." },
   not_found: { status: 404, detail: "Not found." },
+  method_not_allowed: { status: 405, code: "method_not_allowed", detail: "This path does not accept this method." },
+  request_body_timeout: {
+    status: 408,
+    code: "request_body_timeout",
+    detail: "The request was not received in full within the read timeout.",
+    headers: { Connection: "close" },
+  },
   unknown_agent: { status: 404, detail: "No agent with this name is registered." },
   conversation_busy: {
     status: 409,
@@ -30,7 +40,14 @@ export const errorCatalogue = {
     headers: { "Retry-After": "1" },
   },
   payload_too_large: { status: 413, code: "payload_too_large", detail: "The request body exceeds the configured size limit." },
+  unsupported_encoding: {
+    status: 415,
+    code: "unsupported_media_type",
+    detail: "The request body's Content-Encoding or charset is not supported (gzip, deflate, br or identity; a UTF charset).",
+  },
+  expectation_failed: { status: 417, code: "expectation_failed", detail: "Only the Expect value 100-continue is supported." },
   validation_failed: { status: 422, code: "validation_failed", detail: "The request failed validation." },
+  headers_too_large: { status: 431, code: "headers_too_large", detail: "The request headers are too large." },
   service_busy: {
     status: 503,
     code: "service_busy",

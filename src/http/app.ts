@@ -2,7 +2,9 @@ import express, { type Express } from "express";
 import type { Runtime } from "../runtime.ts";
 import { admission } from "./middleware/admission.ts";
 import { authenticate } from "./middleware/authenticate.ts";
+import { bodyDeadline } from "./middleware/body-deadline.ts";
 import { errorHandler, notFound } from "./middleware/errors.ts";
+import { refuseOtherMethods } from "./middleware/method-not-allowed.ts";
 import { requestContext } from "./middleware/request-context.ts";
 import { docsRoutes } from "./routes/docs.ts";
 import { feedbackRoutes } from "./routes/feedback.ts";
@@ -17,27 +19,35 @@ export interface AppOptions {
   readonly isLive?: () => boolean;
 }
 
+/** The JSON parser reads no body on GET and HEAD (bodyDeadline closes such a connection after the answer). */
+const readsBody = (req: { method?: string }) => req.method !== "GET" && req.method !== "HEAD";
+
 /**
- * The Express application, without listening. Order matters: probes and the reference are public;
- * everything after `authenticate` needs a bearer token; admission takes a worker slot before any
- * body is read.
+ * The Express application, without listening. Order matters: every request's body is bounded in
+ * time; probes and the reference are public; everything after `authenticate` needs a bearer token;
+ * admission takes a worker slot before any body is read. Each router answers a method its paths do
+ * not serve with 405 (public ones before authentication).
  */
 export function createApp(runtime: Runtime, options: AppOptions = {}): Express {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
+  // Answers are computed per request and carry no validators, so a conditional request never gets
+  // a 304: Express's res.send asks req.fresh, which holds for `If-None-Match: *` whatever the etag.
+  Object.defineProperty(app.request, "fresh", { configurable: true, enumerable: true, get: () => false });
   app.use(requestContext(runtime));
-  app.use(healthRoutes(runtime, options.isLive ?? (() => runtime.runTracker.isLive())));
-  app.use(docsRoutes());
+  app.use(bodyDeadline(runtime));
+  app.use(refuseOtherMethods(healthRoutes(runtime, options.isLive ?? (() => runtime.runTracker.isLive()))));
+  app.use(refuseOtherMethods(docsRoutes()));
   app.use(authenticate(runtime));
   app.use(admission(runtime));
   // Bodies are JSON whatever the Content-Type says, so `curl -d` works without a header.
-  app.use(express.json({ limit: runtime.config.REQUEST_MAX_BYTES, type: () => true, strict: true }));
-  app.use(infoRoutes(runtime));
-  app.use(resumeRoutes(runtime));
-  app.use(runRoutes(runtime));
-  app.use(historyRoutes(runtime));
-  app.use(feedbackRoutes(runtime));
+  app.use(express.json({ limit: runtime.config.REQUEST_MAX_BYTES, type: readsBody, strict: true }));
+  app.use(refuseOtherMethods(infoRoutes(runtime)));
+  app.use(refuseOtherMethods(resumeRoutes(runtime)));
+  app.use(refuseOtherMethods(runRoutes(runtime)));
+  app.use(refuseOtherMethods(historyRoutes(runtime)));
+  app.use(refuseOtherMethods(feedbackRoutes(runtime)));
   app.use(notFound);
   app.use(errorHandler());
   return app;

@@ -1,19 +1,101 @@
 import http from "node:http";
+import type { Duplex } from "node:stream";
 import type { Express } from "express";
 import type { Config } from "../config/schema.ts";
+import { ApiError } from "../errors/api-error.ts";
+import type { Logger } from "../observability/logger.ts";
+import { requestReadTimeoutMs } from "./middleware/body-deadline.ts";
 
 /** Above the idle timeout of common load balancers (AWS ALB 60 s, GCP 600 s is configurable). */
 export const KEEP_ALIVE_TIMEOUT_MS = 75_000;
-/** Must exceed the keep-alive timeout, or Node may cut a connection a balancer still trusts. */
-export const HEADERS_TIMEOUT_MS = 80_000;
+/**
+ * Node's whole-request timeout backs up the service's own body deadline (bodyDeadline middleware),
+ * this much later, so the service's 408 (logged, counted) wins whenever the app still watches the
+ * request. Node's catches the rest: a request answered before its body arrived, then abandoned.
+ */
+const BACKSTOP_MARGIN_MS = 1_000;
 
-/** Listen on HOST:PORT; resolves once the port is bound. */
-export function listen(app: Express, config: Pick<Config, "HOST" | "PORT">): Promise<http.Server> {
-  const server = http.createServer(app);
-  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-  server.headersTimeout = HEADERS_TIMEOUT_MS;
-  // The request deadline is the service's own (REQUEST_TIMEOUT); Node's must not cut streams first.
-  server.requestTimeout = 0;
+/** The catalogue entry for what Node's HTTP parser refused (see Node's own socketOnError). */
+function parserFailure(code: string | undefined): ApiError {
+  switch (code) {
+    case "HPE_HEADER_OVERFLOW":
+      return new ApiError("headers_too_large");
+    case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
+      return new ApiError("payload_too_large", { detail: "The request's chunk extensions are too large." });
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return new ApiError("request_body_timeout");
+    default:
+      return new ApiError("bad_request");
+  }
+}
+
+/** A whole HTTP/1.1 response carrying an ApiError's JSON body, for a socket no ServerResponse owns. */
+export function rawErrorResponse(error: ApiError): string {
+  const body = JSON.stringify(error.toBody());
+  const headers: Record<string, string | number> = {
+    ...error.headers,
+    "Content-Type": "application/json; charset=utf-8",
+    "Content-Length": Buffer.byteLength(body),
+    Connection: "close",
+  };
+  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  return `HTTP/1.1 ${error.status} ${http.STATUS_CODES[error.status] ?? ""}\r\n${head.join("")}\r\n${body}`;
+}
+
+/**
+ * Node's parser refused the request (malformed, headers too large, or it did not arrive in time):
+ * answer with our JSON error body and close, as Node would with its bare one. A connection that is
+ * gone, or whose response has already started, is only closed.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, logger: Logger | undefined): void {
+  // Node's own handler makes the same check: never write into a response that has started.
+  const inFlight = (socket as { _httpMessage?: http.ServerResponse | null })._httpMessage;
+  if (error.code === "ECONNRESET" || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const apiError = parserFailure(error.code);
+  logger?.info({ code: error.code, status: apiError.status }, "request refused by the HTTP parser");
+  socket.end(rawErrorResponse(apiError), () => socket.destroy());
+}
+
+/** Only `Expect: 100-continue` is supported; any other expectation is 417 with our JSON body. */
+function refuseExpectation(_req: http.IncomingMessage, res: http.ServerResponse): void {
+  const error = new ApiError("expectation_failed");
+  const body = JSON.stringify(error.toBody());
+  res
+    .writeHead(error.status, {
+      "Content-Type": "application/json; charset=utf-8",
+      "Content-Length": Buffer.byteLength(body),
+      Connection: "close",
+    })
+    .end(body);
+}
+
+/**
+ * Listen on HOST:PORT; resolves once the port is bound. Reading a request (headers and body) is
+ * bounded by REQUEST_BODY_TIMEOUT (at most REQUEST_TIMEOUT); once a request has arrived, Node's
+ * timeouts no longer apply to it, and its response takes as long as REQUEST_TIMEOUT allows.
+ */
+export function listen(
+  app: Express,
+  config: Pick<Config, "HOST" | "PORT" | "REQUEST_BODY_TIMEOUT" | "REQUEST_TIMEOUT">,
+  logger?: Logger,
+): Promise<http.Server> {
+  const bodyTimeoutMs = requestReadTimeoutMs(config);
+  const server = http.createServer(
+    {
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      // Counted from a request's first byte, so idle keep-alive time never runs into it.
+      headersTimeout: Math.ceil(bodyTimeoutMs),
+      requestTimeout: Math.ceil(bodyTimeoutMs + BACKSTOP_MARGIN_MS),
+      // How often Node checks those two; its default (30 s) would let a short timeout run far over.
+      connectionsCheckingInterval: Math.ceil(Math.min(1_000, Math.max(10, bodyTimeoutMs / 4))),
+    },
+    app,
+  );
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => answerClientError(error, socket, logger));
+  server.on("checkExpectation", refuseExpectation);
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.PORT, config.HOST, () => {

@@ -84,6 +84,12 @@ export class ServiceMetrics {
     help: "Requests whose REQUEST_TIMEOUT deadline fired before they finished (504 or a stream error event).",
     registers: [this.registry],
   });
+  readonly streamCuts = new Counter({
+    name: "agenthost_stream_cuts_total",
+    help: "Streams the service cut because the client was not reading: slow_consumer (unsent output passed STREAM_MAX_UNSENT_BYTES) or deadline (REQUEST_TIMEOUT fired with output still unsent).",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
   readonly runs = new Counter({
     name: "agenthost_runs_total",
     help: "Agent runs by agent and outcome (ok, or the error_code that ended them).",
@@ -115,6 +121,7 @@ export class ServiceMetrics {
     // Bounded label sets start at zero, so rates and alerts see the series before the first event.
     for (const reason of ["service_busy", "shutting_down"]) this.admissionRejections.inc({ reason }, 0);
     for (const reason of ["busy", "queue_full", "wait_expired"]) this.lockConflicts.inc({ reason }, 0);
+    for (const reason of ["slow_consumer", "deadline"]) this.streamCuts.inc({ reason }, 0);
   }
 
   /** Start the default process metrics; once per process (they hook the event loop and GC). */

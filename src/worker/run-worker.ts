@@ -59,7 +59,7 @@ export async function runWorker(): Promise<void> {
     refuseToStart(error);
   }
   runtime.metrics.collectProcessMetrics();
-  const server = await listen(createApp(runtime), config);
+  const server = await listen(createApp(runtime), config, runtime.logger);
   const { port } = server.address() as AddressInfo;
   runtime.logger.info({ host: config.HOST, port, backend: config.MEMORY_BACKEND }, "listening");
 

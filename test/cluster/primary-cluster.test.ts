@@ -80,6 +80,7 @@ describe("cluster with primary-brokered locks", () => {
     assert.equal(metric(m, "agenthost_lock_waits_total"), 0);
     assert.equal(metric(m, "agenthost_admission_rejections_total", { reason: "service_busy" }), 0);
     assert.equal(metric(m, "agenthost_deadline_expiries_total"), 0);
+    assert.ok(m.has('agenthost_stream_cuts_total{reason="slow_consumer"}'), "the workers' stream cuts reach the primary's exposition");
     assert.equal(metric(m, "agenthost_worker_restarts_total", { reason: "exited" }), 0);
     assert.equal(metric(m, "agenthost_workers"), 2);
     assert.ok(metric(m, "agenthost_checkpoint_operation_duration_seconds_count", { backend: "filedb", operation: "put" }) > 0);

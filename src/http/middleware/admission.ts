@@ -7,7 +7,7 @@ import { scopeOf } from "../request-scope.ts";
 /**
  * Takes one of the worker's REQUEST_MAX_CONCURRENT slots before the body is read, and starts the
  * request's deadline. Slot, deadline timer and disconnect listener are all released when the
- * response closes, however it ends.
+ * response closes, however it ends; at the deadline a response still unread is closed by force.
  */
 export function admission(runtime: Runtime): RequestHandler {
   const timeoutMs = runtime.config.REQUEST_TIMEOUT * 1000;
@@ -36,6 +36,9 @@ export function admission(runtime: Runtime): RequestHandler {
     const deadline = setTimeout(() => {
       runtime.metrics.deadlineExpiries.inc();
       controller.abort(new RunAborted("deadline"));
+      // An answer written in full that the client has not taken by now never will be: close the
+      // connection so the slot is not held for it. (A stream still running ends itself on the abort.)
+      if (res.writableEnded && !res.writableFinished) res.destroy();
     }, timeoutMs);
     res.on("close", () => {
       clearTimeout(deadline);

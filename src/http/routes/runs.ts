@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from "express";
 import type { RegisteredAgent } from "../../agents/agent.ts";
 import { ApiError } from "../../errors/api-error.ts";
-import { classifyRunError } from "../../errors/classify.ts";
+import { classifyRunError, RunAborted } from "../../errors/classify.ts";
 import type { LockLease } from "../../admission/locks/conversation-lock.ts";
 import { forgetUnsavedChanges } from "../../checkpoints/history.ts";
 import { invokeRun, streamRun } from "../../runs/execute.ts";
@@ -122,21 +122,40 @@ function mayBeFinal(event: StreamEvent): boolean {
   return event.type === "message" && event.content.type === "ai" && event.content.tool_calls.length === 0;
 }
 
-/** Write respecting backpressure; resolves false if the connection went away. */
-function write(res: Response, chunk: string): Promise<boolean> {
-  if (res.destroyed || res.writableEnded) return Promise.resolve(false);
-  if (res.write(chunk)) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const done = (ok: boolean) => {
-      res.off("drain", onDrain);
-      res.off("close", onClose);
-      resolve(ok);
-    };
-    const onDrain = () => done(true);
-    const onClose = () => done(false);
-    res.on("drain", onDrain);
-    res.on("close", onClose);
-  });
+/**
+ * A stream's output, written without waiting for the client: a client that stops reading never
+ * stalls the run, so the deadline and the conversation lock keep working, and the run's events are
+ * taken as they come instead of piling up inside the graph's stream. What the client has not taken
+ * yet waits in the response's buffers (`writableLength`, the socket's included); a client that lets
+ * more than `maxUnsent` bytes pile up is a slow consumer, and its connection is cut. The check comes
+ * before each write, so one event larger than the cap still goes out whole.
+ */
+class StreamOutput {
+  /** Set when this output cut its client. */
+  slowConsumer = false;
+
+  constructor(
+    private readonly res: Response,
+    private readonly maxUnsent: number,
+  ) {}
+
+  /** Queue `chunk` for the client; false when the connection is gone or has just been cut. */
+  send(chunk: string): boolean {
+    const { res } = this;
+    if (res.destroyed || res.writableEnded) return false;
+    if (res.writableLength > this.maxUnsent) {
+      this.slowConsumer = true;
+      res.destroy();
+      return false;
+    }
+    res.write(chunk);
+    return true;
+  }
+
+  /** Output the client has not taken yet. */
+  get unsent(): number {
+    return this.res.destroyed ? 0 : this.res.writableLength;
+  }
 }
 
 async function handleStream(runtime: Runtime, req: Request, res: Response, framing: Framing): Promise<void> {
@@ -175,31 +194,32 @@ export async function respondStream(
     "X-Accel-Buffering": "no",
   });
   res.flushHeaders();
+  const output = new StreamOutput(res, runtime.config.STREAM_MAX_UNSENT_BYTES);
   const keepalive = framing.keepalive
-    ? setInterval(() => void write(res, framing.keepalive!), runtime.config.STREAM_KEEPALIVE_INTERVAL * 1000)
+    ? setInterval(() => output.send(framing.keepalive!), runtime.config.STREAM_KEEPALIVE_INTERVAL * 1000)
     : undefined;
   let outcome = "client_disconnected";
   // A message that may be the final answer is held until the next event shows it is not: the final
   // one is written only after the lock is released, so a client acting on it never finds its own
   // conversation busy.
   let held: StreamEvent | undefined;
-  const flushHeld = async (): Promise<boolean> => {
+  const flushHeld = (): boolean => {
     const event = held;
     held = undefined;
-    return event ? write(res, framing.encode(event)) : true;
+    return event ? output.send(framing.encode(event)) : true;
   };
   try {
     for await (const event of streamRun(run, signal, { tokens })) {
       if (event.type === "message") runtime.metrics.countTokens(run.agent.name, event.content);
-      if (!(await flushHeld())) return;
+      if (!flushHeld()) return;
       if (mayBeFinal(event)) held = event;
-      else if (!(await write(res, framing.encode(event)))) return;
+      else if (!output.send(framing.encode(event))) return;
       keepalive?.refresh();
     }
     outcome = "ok";
     await lease.release();
-    if (!(await flushHeld())) return;
-    if (framing.done) await write(res, framing.done);
+    if (!flushHeld()) return;
+    if (framing.done) output.send(framing.done);
   } catch (cause) {
     forgetUnsavedChanges(run.agent, run.storageKey);
     const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined);
@@ -207,14 +227,28 @@ export async function respondStream(
     logRunFailure(res, run, error, cause);
     const event: StreamEvent = { type: "error", content: describeForStream(runtime, error, cause) };
     if (error.errorCode) event.error_code = error.errorCode;
-    await flushHeld();
-    await write(res, framing.encode(event));
+    flushHeld();
+    output.send(framing.encode(event));
   } finally {
-    runtime.metrics.runs.inc({ agent: run.agent.name, outcome });
     clearInterval(keepalive);
+    if (output.slowConsumer) {
+      outcome = "slow_consumer";
+      runtime.metrics.streamCuts.inc({ reason: "slow_consumer" });
+    }
+    runtime.metrics.runs.inc({ agent: run.agent.name, outcome });
     await lease.release();
     res.end();
+    if (output.unsent > 0 && isDeadline(signal.reason)) {
+      // The deadline ends the stream now, not when a client that stopped reading takes the rest:
+      // destroying the connection closes the response, which releases the admission slot.
+      res.destroy();
+      runtime.metrics.streamCuts.inc({ reason: "deadline" });
+    }
   }
+}
+
+function isDeadline(reason: unknown): boolean {
+  return reason instanceof RunAborted && reason.reason === "deadline";
 }
 
 export function runRoutes(runtime: Runtime): Router {
