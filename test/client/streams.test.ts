@@ -185,9 +185,10 @@ describe("SSE", () => {
       res.end(sseFrame("[DONE]"));
     });
     const seen: unknown[] = [];
-    for await (const item of client({ streamTimeout: 150 }).stream("hi")) {
+    // Keep-alives every 50 ms leave a wide margin under the 400 ms limit, even on a loaded machine.
+    for await (const item of client({ streamTimeout: 400 }).stream("hi")) {
       seen.push(item);
-      await sleep(250); // the consumer is slower than the idle limit
+      await sleep(500); // the consumer is slower than the idle limit
     }
     assert.deepEqual(seen, ["a", "b"]);
   });

@@ -1,6 +1,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
+import { storageKey } from "../../src/auth/storage-key.ts";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
 import { parseSse, sleep } from "../helpers/streams.ts";
 
@@ -112,8 +113,9 @@ describe("deadline, conversation lock and disconnects", () => {
   });
 
   test("a second request on a busy conversation gets 409 at once, before any stream header", async () => {
-    const first = call(service, "POST", "/slow-agent/invoke", slowBody("busy", 400));
-    await sleep(100);
+    // The conversation is busy for as long as this test holds its lock: no timing involved.
+    const held = await service.runtime.locks.acquire(storageKey("service", "slow-agent", "busy"));
+    assert.ok(held.ok);
     for (const route of ["invoke", "stream", "stream/jsonl"]) {
       const res = await call(service, "POST", `/slow-agent/${route}`, slowBody("busy", 10));
       assert.equal(res.status, 409, route);
@@ -123,7 +125,8 @@ describe("deadline, conversation lock and disconnects", () => {
     // Another conversation, and the same thread id of another user, are not blocked.
     assert.equal((await call(service, "POST", "/slow-agent/invoke", slowBody("other", 10))).status, 200);
     assert.equal((await call(service, "POST", "/slow-agent/invoke", { ...slowBody("busy", 10), user_id: "ann" })).status, 200);
-    assert.equal((await first).status, 200);
+    await held.lease.release();
+    assert.equal((await call(service, "POST", "/slow-agent/invoke", slowBody("busy", 10))).status, 200);
   });
 
   test("a client that disconnects aborts its run and frees its slot and lock", async () => {
