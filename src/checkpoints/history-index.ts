@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { ChatMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   BaseCheckpointSaver,
@@ -59,6 +60,20 @@ export interface HistoryIndexStore {
 }
 
 const decoder = new TextDecoder();
+
+/**
+ * The role of the stand-in for a stored message that cannot be read back (history shows it as a
+ * `custom` message whose custom_data.message_type is this), so one poisoned message does not hide
+ * the rest of its page.
+ */
+export const UNREADABLE_ROLE = "unreadable";
+
+function unreadableMessage(): ChatMessage {
+  return new ChatMessage({
+    role: UNREADABLE_ROLE,
+    content: "This stored message could not be read back. Clear the conversation to run or extend it again.",
+  });
+}
 
 function chunkHash(text: string): string {
   return createHash("sha256").update(text, "utf8").digest("hex").slice(0, 32);
@@ -157,6 +172,18 @@ export class IndexedSaver extends BaseCheckpointSaver {
   }
 
   /**
+   * How many messages the thread's latest checkpoint holds: from the index when it has the entry
+   * (no message is revived), else by reading the checkpoint (a thread written before the index).
+   */
+  async messageCount(threadId: string): Promise<number> {
+    const latest = await this.index.latest(threadId);
+    if (!latest.found) return 0;
+    if (latest.entry) return latest.entry.total;
+    const tuple = await this.inner.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } });
+    return tuple ? (messagesOf(tuple.checkpoint)?.length ?? 0) : 0;
+  }
+
+  /**
    * Messages [offset, offset + limit) of the thread's latest checkpoint and its total, from the
    * index; undefined when the index cannot answer (the caller falls back to getState).
    */
@@ -175,11 +202,41 @@ export class IndexedSaver extends BaseCheckpointSaver {
     for (const hash of wanted) {
       const text = texts.get(hash);
       if (text === undefined) return undefined;
-      const chunk: unknown = await this.serde.loadsTyped("json", text);
-      if (!Array.isArray(chunk)) return undefined;
-      revived.push(...(chunk as unknown[]));
+      const chunk = await this.reviveChunk(text);
+      if (!chunk) return undefined;
+      revived.push(...chunk);
     }
     const from = offset - first * entry.chunkSize;
     return { messages: revived.slice(from, from + (end - offset)), total: entry.total };
+  }
+
+  /**
+   * One chunk's messages. When the chunk as a whole cannot be revived, each message is revived on
+   * its own and one that still fails is replaced by a stand-in (UNREADABLE_ROLE), so positions and
+   * totals stay right and every readable message is still shown.
+   */
+  private async reviveChunk(text: string): Promise<unknown[] | undefined> {
+    try {
+      const chunk: unknown = await this.serde.loadsTyped("json", text);
+      return Array.isArray(chunk) ? (chunk as unknown[]) : undefined;
+    } catch {
+      // Fall through to one message at a time.
+    }
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      return undefined;
+    }
+    if (!Array.isArray(raw)) return undefined;
+    const out: unknown[] = [];
+    for (const item of raw as unknown[]) {
+      try {
+        out.push(await this.serde.loadsTyped("json", JSON.stringify(item)));
+      } catch {
+        out.push(unreadableMessage());
+      }
+    }
+    return out;
   }
 }

@@ -144,6 +144,7 @@ export const configShape = {
   ),
   CHECKPOINT_DURABILITY: z.preprocess(unsetIfEmpty, z.enum(["sync", "async"]).default("sync")),
   HISTORY_MAX_PAGE_SIZE: optionalInt(1, 1000),
+  CONVERSATION_MAX_MESSAGES: int(100_000, 1),
 
   // Authentication
   AUTH_MODE: z.preprocess(

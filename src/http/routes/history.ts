@@ -93,7 +93,7 @@ async function handleAppend(runtime: Runtime, req: Request, res: Response): Prom
   const messages = body.messages.map(toStoredMessage);
   const lease = await lockConversation(runtime, key, signalOf(res));
   try {
-    const total = await appendMessages(agent, key, messages);
+    const total = await appendMessages(agent, key, messages, runtime.config.CONVERSATION_MAX_MESSAGES);
     res.status(201).json({
       status: "success",
       thread_id: body.thread_id,

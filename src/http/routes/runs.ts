@@ -2,6 +2,7 @@ import { Router, type Request, type Response } from "express";
 import type { RegisteredAgent } from "../../agents/agent.ts";
 import { ApiError } from "../../errors/api-error.ts";
 import { classifyRunError } from "../../errors/classify.ts";
+import { ensureRoomForRun } from "../../checkpoints/history.ts";
 import type { LockLease } from "../../admission/locks/conversation-lock.ts";
 import { invokeRun, streamRun } from "../../runs/execute.ts";
 import { resumeFromInput } from "../../runs/interrupts.ts";
@@ -81,6 +82,7 @@ export async function respondInvoke(runtime: Runtime, res: Response, prepared: P
   const signal = AbortSignal.any([requestSignal, lease.lost]);
   let run = prepared;
   try {
+    await ensureRoomForRun(run.agent, run.storageKey, runtime.config.CONVERSATION_MAX_MESSAGES);
     if (underLock) run = await underLock(run);
     const message = await invokeRun(run, signal);
     // Free the conversation before answering, so the caller's next turn never finds it busy.
@@ -90,7 +92,7 @@ export async function respondInvoke(runtime: Runtime, res: Response, prepared: P
     res.status(200).json(message);
   } catch (cause) {
     if (cause instanceof ApiError && cause.status < 500) throw cause;
-    const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined);
+    const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined, run);
     runtime.metrics.runs.inc({ agent: run.agent.name, outcome: error.errorCode ?? "error" });
     logRunFailure(res, run, error, cause);
     throw error;
@@ -153,13 +155,12 @@ export async function respondStream(
   const lease = await lockConversation(runtime, prepared.storageKey, requestSignal);
   const signal = AbortSignal.any([requestSignal, lease.lost]);
   let run = prepared;
-  if (underLock) {
-    try {
-      run = await underLock(run);
-    } catch (error) {
-      await lease.release();
-      throw error instanceof ApiError ? error : classifyRunError(error);
-    }
+  try {
+    await ensureRoomForRun(run.agent, run.storageKey, runtime.config.CONVERSATION_MAX_MESSAGES);
+    if (underLock) run = await underLock(run);
+  } catch (error) {
+    await lease.release();
+    throw error instanceof ApiError ? error : classifyRunError(error, undefined, run);
   }
 
   res.status(200).set({
@@ -183,7 +184,7 @@ export async function respondStream(
     await lease.release();
     if (framing.done) await write(res, framing.done);
   } catch (cause) {
-    const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined);
+    const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined, run);
     outcome = error.errorCode ?? "error";
     logRunFailure(res, run, error, cause);
     const event: StreamEvent = { type: "error", content: describeForStream(runtime, error, cause) };

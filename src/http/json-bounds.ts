@@ -1,0 +1,66 @@
+import { z } from "zod";
+
+/**
+ * Bounds on the free-form JSON a request may carry (metadata, custom data, tool arguments,
+ * agent_config, resume values, feedback metadata). Whatever we store must be readable again:
+ * LangChain's deserializer refuses a message nested deeper than 50 levels, counted from the
+ * message itself, and a free-form field starts up to 5 levels down (tool_calls[i].args), so 32
+ * leaves room. The size bound keeps one field from costing more than the rest of the message.
+ */
+export const JSON_MAX_DEPTH = 32;
+export const JSON_MAX_BYTES = 1024 * 1024;
+
+/**
+ * How `value` breaks the bounds, or undefined when it keeps them. Depth counts containers: a
+ * scalar is 0, `{}` and `[]` are 1, `{"a": {}}` is 2. The size is the JSON text's length, near
+ * enough (UTF-16 units). Iterative, so no nesting can overflow the stack, and it stops at the first
+ * bound crossed, so a hostile value costs at most JSON_MAX_BYTES of walking.
+ */
+export function jsonBoundsProblem(value: unknown, maxDepth = JSON_MAX_DEPTH, maxBytes = JSON_MAX_BYTES): string | undefined {
+  const stack: Array<{ value: unknown; depth: number }> = [{ value, depth: 0 }];
+  let bytes = 0;
+  while (stack.length) {
+    const { value: item, depth } = stack.pop()!;
+    if (typeof item === "string") bytes += item.length + 2;
+    else if (typeof item === "number" || typeof item === "boolean" || typeof item === "bigint") bytes += String(item).length;
+    else if (item === null || item === undefined) bytes += 4;
+    else if (typeof item === "object") {
+      if (depth + 1 > maxDepth) return `nested deeper than ${maxDepth} levels`;
+      bytes += 2;
+      if (Array.isArray(item)) {
+        for (const element of item as unknown[]) {
+          bytes += 1;
+          stack.push({ value: element, depth: depth + 1 });
+        }
+      } else {
+        for (const [key, element] of Object.entries(item as Record<string, unknown>)) {
+          bytes += key.length + 4;
+          stack.push({ value: element, depth: depth + 1 });
+        }
+      }
+    } else {
+      return "is not JSON";
+    }
+    if (bytes > maxBytes) return `larger than ${maxBytes} bytes as JSON`;
+  }
+  return undefined;
+}
+
+/** Refuse, at this schema's path, a value outside the JSON bounds. */
+function refineBounds(value: unknown, ctx: z.RefinementCtx): void {
+  const problem = jsonBoundsProblem(value);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+}
+
+/** Any JSON value within the bounds. */
+export function boundedJson() {
+  return z.unknown().superRefine(refineBounds);
+}
+
+/** A JSON object within the bounds (`z.record(string, unknown)` plus the depth and size check). */
+export function boundedRecord() {
+  return z.record(z.string(), z.unknown()).superRefine(refineBounds);
+}
+
+/** A description suffix for the OpenAPI document. */
+export const BOUNDS_NOTE = `At most ${JSON_MAX_DEPTH} levels deep and ${JSON_MAX_BYTES} bytes as JSON.`;
