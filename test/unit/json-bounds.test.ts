@@ -1,0 +1,33 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { JSON_MAX_BYTES, JSON_MAX_DEPTH, jsonBoundsProblem } from "../../src/http/json-bounds.ts";
+
+test("depth counts containers: scalars 0, {} 1, the bound itself is allowed", () => {
+  assert.equal(jsonBoundsProblem("x", 0), undefined);
+  assert.equal(jsonBoundsProblem({}, 0), "nested deeper than 0 levels");
+  assert.equal(jsonBoundsProblem({ a: [1, { b: null }] }, 3), undefined);
+  assert.equal(jsonBoundsProblem({ a: [1, { b: {} }] }, 3), "nested deeper than 3 levels");
+  let value: unknown = 1;
+  for (let i = 0; i < JSON_MAX_DEPTH; i++) value = [value];
+  assert.equal(jsonBoundsProblem(value), undefined);
+  assert.equal(jsonBoundsProblem([value]), `nested deeper than ${JSON_MAX_DEPTH} levels`);
+});
+
+test("a million levels are measured without overflowing the stack", () => {
+  const deep: unknown = JSON.parse(`${"[".repeat(1_000_000)}${"]".repeat(1_000_000)}`);
+  assert.equal(jsonBoundsProblem(deep), `nested deeper than ${JSON_MAX_DEPTH} levels`);
+});
+
+test("size is the JSON text's length, near enough, counting keys", () => {
+  const limit = `larger than ${JSON_MAX_BYTES} bytes as JSON`;
+  assert.equal(jsonBoundsProblem({ s: "a".repeat(JSON_MAX_BYTES - 100) }), undefined);
+  assert.equal(jsonBoundsProblem({ s: "a".repeat(JSON_MAX_BYTES) }), limit);
+  assert.equal(jsonBoundsProblem({ ["k".repeat(JSON_MAX_BYTES)]: 1 }), limit);
+  assert.equal(jsonBoundsProblem(Array.from({ length: JSON_MAX_BYTES / 2 }, () => 0)), limit);
+  assert.equal(jsonBoundsProblem(Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, i]))), undefined);
+});
+
+test("values JSON cannot carry are refused", () => {
+  assert.equal(jsonBoundsProblem({ f: () => 1 }), "is not JSON");
+  assert.equal(jsonBoundsProblem(Symbol("s")), "is not JSON");
+});
