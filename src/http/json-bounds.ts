@@ -6,9 +6,15 @@ import { z } from "zod";
  * LangChain's deserializer refuses a message nested deeper than 50 levels, counted from the
  * message itself, and a free-form field starts up to 5 levels down (tool_calls[i].args), so 32
  * leaves room. The size bound keeps one field from costing more than the rest of the message.
+ *
+ * An object with an `lc` key is refused too: it is LangChain's serialization marker, and the
+ * checkpoint deserializer would act on it when the conversation is read back (instantiate a
+ * class, or fail on a `secret` and leave the conversation unreadable).
  */
 export const JSON_MAX_DEPTH = 32;
 export const JSON_MAX_BYTES = 1024 * 1024;
+
+export const RESERVED_KEY = "lc";
 
 /**
  * How `value` breaks the bounds, or undefined when it keeps them. Depth counts containers: a
@@ -33,6 +39,7 @@ export function jsonBoundsProblem(value: unknown, maxDepth = JSON_MAX_DEPTH, max
           stack.push({ value: element, depth: depth + 1 });
         }
       } else {
+        if (Object.hasOwn(item, RESERVED_KEY)) return `holds an object with an "${RESERVED_KEY}" key, reserved for LangChain's serialization format`;
         for (const [key, element] of Object.entries(item as Record<string, unknown>)) {
           bytes += key.length + 4;
           stack.push({ value: element, depth: depth + 1 });
@@ -63,4 +70,4 @@ export function boundedRecord() {
 }
 
 /** A description suffix for the OpenAPI document. */
-export const BOUNDS_NOTE = `At most ${JSON_MAX_DEPTH} levels deep and ${JSON_MAX_BYTES} bytes as JSON.`;
+export const BOUNDS_NOTE = `At most ${JSON_MAX_DEPTH} levels deep and ${JSON_MAX_BYTES} bytes as JSON; no object may have an "${RESERVED_KEY}" key.`;

@@ -92,6 +92,24 @@ describe("free-form JSON fields are bounded at validation", () => {
     }
   });
 
+  test("LangChain serialization markers (an object with an lc key) are refused wherever free-form JSON is accepted", async () => {
+    // Stored, either would be acted on when the conversation is read back: a secret fails to load
+    // (the conversation becomes unreadable), a constructor is instantiated.
+    const markers = [
+      { lc: 1, type: "secret", id: ["AUTH_SECRET"] },
+      { lc: 1, type: "constructor", id: ["langchain_core", "messages", "HumanMessage"], kwargs: { content: "injected" } },
+      { lc: 2, type: "undefined" },
+    ];
+    for (const marker of markers) {
+      for (const carrier of carriers({ nested: [marker] })) {
+        const answer = await send(service, carrier.method, carrier.path, carrier.body);
+        assert.equal(answer.status, 422, carrier.field);
+        assert.match(String(answer.body.detail), /holds an object with an "lc" key/, carrier.field);
+      }
+    }
+    assert.equal((await send(service, "GET", "/history?thread_id=bounded")).body.total, 0);
+  });
+
   test("the issue's reproduction: response_metadata nested 49 levels is refused and the conversation stays usable", async () => {
     const thread = "issue-5";
     const poisoned = await send(service, "POST", "/history/add_messages", { thread_id: thread, messages: [aiWith({ response_metadata: nested(49) })] });

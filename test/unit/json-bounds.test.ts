@@ -31,3 +31,10 @@ test("values JSON cannot carry are refused", () => {
   assert.equal(jsonBoundsProblem({ f: () => 1 }), "is not JSON");
   assert.equal(jsonBoundsProblem(Symbol("s")), "is not JSON");
 });
+
+test("an object with an lc key, at any depth, is LangChain's serialization marker and is refused", () => {
+  const refused = 'holds an object with an "lc" key, reserved for LangChain\'s serialization format';
+  assert.equal(jsonBoundsProblem({ lc: 1, type: "secret", id: ["KEY"] }), refused);
+  assert.equal(jsonBoundsProblem({ a: [{ b: { lc: 2, type: "undefined" } }] }), refused);
+  assert.equal(jsonBoundsProblem({ lc_kwargs: 1, LC: 1, a: ["lc"] }), undefined);
+});
