@@ -71,3 +71,37 @@ export function boundedRecord() {
 
 /** A description suffix for the OpenAPI document. */
 export const BOUNDS_NOTE = `At most ${JSON_MAX_DEPTH} levels deep and ${JSON_MAX_BYTES} bytes as JSON; no object may have an "${RESERVED_KEY}" key.`;
+
+/**
+ * Keys no request body may use anywhere: the members every JavaScript object inherits
+ * (`__proto__`, `constructor`, `toString`, `valueOf`, `hasOwnProperty`, …) and `prototype`. As data
+ * they replace an object's prototype when copied (`target[key] = value`), or make ordinary agent
+ * code fail (`String(answer)` on an object whose `toString` is a string) — and a resume value that
+ * fails the agent stays pending in the checkpoint, so the conversation would fail on every turn.
+ */
+export const SHADOWING_KEYS: ReadonlySet<string> = new Set([...Object.getOwnPropertyNames(Object.prototype), "prototype"]);
+
+/** The path (`a.0.b`) of the first key in `value` that SHADOWING_KEYS refuses, if any. Iterative. */
+export function shadowingKeyPath(value: unknown): string | undefined {
+  type Node = { value: unknown; key: string | undefined; parent: Node | undefined };
+  const pathOf = (node: Node, last: string) => {
+    const keys = [last];
+    for (let n: Node | undefined = node; n?.key !== undefined; n = n.parent) keys.unshift(n.key);
+    return keys.join(".");
+  };
+  const stack: Node[] = [{ value, key: undefined, parent: undefined }];
+  while (stack.length) {
+    const node = stack.pop()!;
+    const item = node.value;
+    if (typeof item !== "object" || item === null) continue;
+    if (Array.isArray(item)) {
+      (item as unknown[]).forEach((element, i) => stack.push({ value: element, key: String(i), parent: node }));
+      continue;
+    }
+    for (const key of Object.keys(item)) {
+      if (SHADOWING_KEYS.has(key)) return pathOf(node, key);
+      stack.push({ value: (item as Record<string, unknown>)[key], key, parent: node });
+    }
+  }
+  return undefined;
+}

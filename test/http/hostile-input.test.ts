@@ -110,6 +110,23 @@ describe("free-form JSON fields are bounded at validation", () => {
     assert.equal((await send(service, "GET", "/history?thread_id=bounded")).body.total, 0);
   });
 
+  test("keys naming built-in object members (__proto__, constructor, toString, …) are refused anywhere in a body", async () => {
+    const cases: Array<[string, string, string]> = [
+      ["/invoke", '{"input":{"message":"x","toString":"text"},"thread_id":"shadow"}', "input.toString"],
+      ["/invoke", '{"input":{"message":"x"},"thread_id":"shadow","agent_config":{"a":[{"__proto__":{"polluted":true}}]}}', "agent_config.a.0.__proto__"],
+      ["/history/add_messages", '{"thread_id":"shadow","messages":[{"type":"ai","content":"","response_metadata":{"constructor":{"prototype":1}}}]}', "messages.0.response_metadata.constructor"],
+      ["/feedback", '{"run_id":"r","key":"k","score":1,"valueOf":1}', "valueOf"],
+      ["/resume", '{"thread_id":"shadow","resume":{"hasOwnProperty":"x"}}', "resume.hasOwnProperty"],
+    ];
+    for (const [path, body, field] of cases) {
+      const res = await call(service, "POST", path, body);
+      assert.equal(res.status, 422, path);
+      const error = (await res.json()) as { detail: string };
+      assert.ok(error.detail.startsWith(`${field}: this key names a member every JavaScript object has`), error.detail);
+    }
+    assert.equal(({} as { polluted?: unknown }).polluted, undefined);
+  });
+
   test("the issue's reproduction: response_metadata nested 49 levels is refused and the conversation stays usable", async () => {
     const thread = "issue-5";
     const poisoned = await send(service, "POST", "/history/add_messages", { thread_id: thread, messages: [aiWith({ response_metadata: nested(49) })] });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { JSON_MAX_BYTES, JSON_MAX_DEPTH, jsonBoundsProblem } from "../../src/http/json-bounds.ts";
+import { JSON_MAX_BYTES, JSON_MAX_DEPTH, jsonBoundsProblem, shadowingKeyPath } from "../../src/http/json-bounds.ts";
 
 test("depth counts containers: scalars 0, {} 1, the bound itself is allowed", () => {
   assert.equal(jsonBoundsProblem("x", 0), undefined);
@@ -37,4 +37,13 @@ test("an object with an lc key, at any depth, is LangChain's serialization marke
   assert.equal(jsonBoundsProblem({ lc: 1, type: "secret", id: ["KEY"] }), refused);
   assert.equal(jsonBoundsProblem({ a: [{ b: { lc: 2, type: "undefined" } }] }), refused);
   assert.equal(jsonBoundsProblem({ lc_kwargs: 1, LC: 1, a: ["lc"] }), undefined);
+});
+
+test("shadowing keys are found at any depth, as JSON.parse makes them, with their path", () => {
+  assert.equal(shadowingKeyPath(JSON.parse('{"a":[1,{"b":{"__proto__":{"x":1}}}]}')), "a.1.b.__proto__");
+  assert.equal(shadowingKeyPath({ input: { message: "x", toString: "y" } }), "input.toString");
+  assert.equal(shadowingKeyPath({ prototype: 1 }), "prototype");
+  assert.equal(shadowingKeyPath({ proto: 1, to_string: 2, Constructor: 3, list: ["toString"] }), undefined);
+  const deep: unknown = JSON.parse(`${'{"a":'.repeat(200_000)}{"valueOf":1}${"}".repeat(200_000)}`);
+  assert.equal(shadowingKeyPath(deep)?.endsWith("a.a.valueOf"), true);
 });

@@ -11,6 +11,7 @@ import type { Runtime } from "../../runtime.ts";
 import { encodeJsonlEvent } from "../encoders/jsonl.ts";
 import { encodeSseEvent, SSE_DONE, SSE_KEEPALIVE } from "../encoders/sse.ts";
 import { principalOf, scopeOf, signalOf } from "../request-scope.ts";
+import { shadowingKeyPath } from "../json-bounds.ts";
 import { describeIssues, invokeRequestSchema, streamRequestSchema, type StreamEvent } from "../schemas.ts";
 import type { z } from "zod";
 
@@ -24,7 +25,17 @@ export function agentOf(runtime: Runtime, req: Request, res: Response): Register
   return agent;
 }
 
+/**
+ * Validate a request body: first that no key anywhere shadows a built-in object member (see
+ * SHADOWING_KEYS; checked on the raw JSON, before parsing copies keys into new objects), then the schema.
+ */
 export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
+  const shadowing = shadowingKeyPath(body);
+  if (shadowing) {
+    throw new ApiError("validation_failed", {
+      detail: `${shadowing}: this key names a member every JavaScript object has (such as __proto__, constructor, toString) and is not accepted`,
+    });
+  }
   const parsed = schema.safeParse(body ?? {});
   if (!parsed.success) throw new ApiError("validation_failed", { detail: describeIssues(parsed.error) });
   return parsed.data;
