@@ -25,7 +25,17 @@ function elsewhere(figures: Figures) {
 }
 
 after(() => {
-  const total = { sent: 0, serverErrors: 0, hung: 0, noResponse: 0, byStatus: {} as Record<string, number>, ownFailures: 0, otherFailures: 0, broken: 0 };
+  const total = {
+    sent: 0,
+    serverErrors: 0,
+    hung: 0,
+    noResponse: 0,
+    byStatus: {} as Record<string, number>,
+    byCode: {} as Record<string, number>,
+    ownFailures: 0,
+    otherFailures: 0,
+    broken: 0,
+  };
   for (const { figures } of results) {
     total.sent += figures.sent;
     total.serverErrors += figures.serverErrors;
@@ -35,17 +45,20 @@ after(() => {
     total.otherFailures += elsewhere(figures).length;
     total.broken += figures.conversations.broken.length;
     for (const [status, n] of Object.entries(figures.byStatus)) total.byStatus[status] = (total.byStatus[status] ?? 0) + n;
+    for (const [code, n] of Object.entries(figures.byCode)) total.byCode[code] = (total.byCode[code] ?? 0) + n;
   }
-  const statuses = Object.entries(total.byStatus)
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([status, n]) => `${status}: ${n}`)
-    .join(", ");
+  const list = (counts: Record<string, number>) =>
+    Object.entries(counts)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([key, n]) => `${key}: ${n}`)
+      .join(", ");
   recordFigures("bad-input", {
     title: "Bad-input generator (test/reliability/bad-input.reliability.ts)",
     lines: [
       `total: ${total.sent} requests; 5xx ${total.serverErrors}; hung ${total.hung}; no response ${total.noResponse}; ` +
         `failures in this branch's families ${total.ownFailures}, in other branches' families ${total.otherFailures}; broken conversations ${total.broken}`,
-      `by status: ${statuses}`,
+      `by status: ${list(total.byStatus)}`,
+      `errors by code: ${list(total.byCode)}`,
       ...results.flatMap(({ label, figures }) => formatFigures(label, figures).split("\n")),
     ],
     data: { total, runs: results.map(({ label, figures }) => ({ label, ...figures, failures: figures.failures.slice(0, 50) })) },

@@ -46,6 +46,8 @@ export interface Figures {
   ms: number;
   /** Answers by status; `hung` and `no-response` for requests that got none. */
   byStatus: Record<string, number>;
+  /** Error answers by `status error_code`. */
+  byCode: Record<string, number>;
   serverErrors: number;
   hung: number;
   noResponse: number;
@@ -178,6 +180,7 @@ export async function runCampaign(options: CampaignOptions): Promise<Figures> {
     sent: 0,
     ms: 0,
     byStatus: {},
+    byCode: {},
     serverErrors: 0,
     hung: 0,
     noResponse: 0,
@@ -217,6 +220,11 @@ export async function runCampaign(options: CampaignOptions): Promise<Figures> {
       const status = outcome.kind === "response" ? String(outcome.response.status) : outcome.kind === "hung" ? "hung" : "no-response";
       figures.sent++;
       figures.byStatus[status] = (figures.byStatus[status] ?? 0) + 1;
+      if (outcome.kind === "response" && outcome.response.status >= 400) {
+        const code = /"error_code":"([a-z_]+)"/.exec(outcome.response.body.toString("utf8"))?.[1] ?? "(none)";
+        const key = `${outcome.response.status} ${code}`;
+        figures.byCode[key] = (figures.byCode[key] ?? 0) + 1;
+      }
       if (outcome.kind === "response" && outcome.response.status >= 500) figures.serverErrors++;
       if (outcome.kind === "hung") figures.hung++;
       if (outcome.kind === "closed") figures.noResponse++;
@@ -253,6 +261,10 @@ export function formatFigures(label: string, figures: Figures): string {
     `${label} (seed ${figures.seed}): ${figures.sent} requests in ${(figures.ms / 1000).toFixed(1)} s; ` +
       `5xx ${figures.serverErrors}, hung ${figures.hung}, no response ${figures.noResponse}, failures ${figures.failures.length}`,
     `  by status: ${statuses}`,
+    `  errors by code: ${Object.entries(figures.byCode)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([code, n]) => `${code}: ${n}`)
+      .join(", ")}`,
     `  conversations checked afterwards: ${figures.conversations.checked}, broken: ${figures.conversations.broken.length}`,
   ];
   const groups = new Map<string, Failure[]>();
