@@ -12,7 +12,7 @@ export function startCampaignService(env: Record<string, string> = {}): Promise<
     AUTH_USERS: JSON.stringify({ alice: CAMPAIGN_USER_TOKEN }),
     FEEDBACK_SIGNING_SECRET: "feedback-signing-secret-0123456789abcdef",
     REQUEST_MAX_BYTES: String(CAMPAIGN_MAX_BYTES),
-    CONVERSATION_MAX_MESSAGES: "300",
+    CONVERSATION_MAX_MESSAGES: "40",
     LOG_LEVEL: "warn",
     ...env,
   });
