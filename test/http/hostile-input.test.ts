@@ -10,7 +10,8 @@ import { IndexedSaver } from "../../src/checkpoints/history-index.ts";
 import { FORBIDDEN_AGENT_CONFIG_KEYS } from "../../src/http/schemas.ts";
 import { JSON_MAX_BYTES, JSON_MAX_DEPTH } from "../../src/http/json-bounds.ts";
 import { call, startService, type RunningService } from "../helpers/service.ts";
-import { ALL_BACKENDS } from "./history-backends.ts";
+import type { RegisteredAgent } from "../../src/agents/agent.ts";
+import { ALL_BACKENDS, sqliteBackend } from "./history-backends.ts";
 
 const AGENT = "chatbot-agent";
 
@@ -292,5 +293,35 @@ describe("CONVERSATION_MAX_MESSAGES", () => {
     } finally {
       saver.serde.loadsTyped = revive;
     }
+  });
+});
+
+describe("CONVERSATION_MAX_MESSAGES on a thread written before the message index (SQLite)", () => {
+  const backend = sqliteBackend();
+  let service: RunningService;
+  before(async () => {
+    service = await startService({ ...backend.env, CONVERSATION_MAX_MESSAGES: "5" });
+  });
+  after(async () => {
+    await service.close();
+    await backend.cleanup();
+  });
+
+  test("the count falls back to the checkpoint itself", async () => {
+    const agent = service.runtime.registry.get(AGENT)!;
+    const saver = agent.graph.checkpointer;
+    assert.ok(saver instanceof IndexedSaver);
+    // The library's own saver, without the index, as an older release wrote conversations.
+    const legacy = { ...agent, graph: { checkpointer: saver.inner, channels: agent.graph.channels } } as unknown as RegisteredAgent;
+    await appendMessages(legacy, storageKey("service", AGENT, "legacy-full"), Array.from({ length: 5 }, (_, i) => new HumanMessage(`l${i}`)));
+    await appendMessages(legacy, storageKey("service", AGENT, "legacy-room"), [new HumanMessage("l0")]);
+    const latest = await saver.index.latest(storageKey("service", AGENT, "legacy-full"));
+    assert.ok(latest.found && latest.entry === undefined, "a checkpoint without an index entry");
+
+    assert.equal(await saver.messageCount(storageKey("service", AGENT, "legacy-full")), 5);
+    const refused = await send(service, "POST", "/invoke", { thread_id: "legacy-full", input: { message: "x" } });
+    assert.equal(refused.status, 413);
+    assert.equal(refused.body.error_code, "conversation_too_long");
+    assert.equal((await send(service, "POST", "/invoke", { thread_id: "legacy-room", input: { message: "x" } })).status, 200);
   });
 });
