@@ -7,10 +7,14 @@ import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import type { Config } from "../config/schema.ts";
 import { withSetupLock } from "./pg-transaction.ts";
+import { ReadableSerde } from "./readable-serde.ts";
 
 export type BackendKind = Config["MEMORY_BACKEND"];
 
-/** The checkpoint saver of one worker and what readiness needs to know about its database. */
+/**
+ * The checkpoint saver of one worker and what readiness needs to know about its database. Every
+ * saver reads through ReadableSerde, so stored data that cannot be revived is reported as such.
+ */
 export interface CheckpointBackend {
   readonly kind: BackendKind;
   readonly saver: BaseCheckpointSaver;
@@ -37,7 +41,7 @@ export async function openCheckpointBackend(config: Config): Promise<CheckpointB
     case "memory":
       return {
         kind: "memory",
-        saver: new MemorySaver(),
+        saver: new MemorySaver(new ReadableSerde()),
         ping: async () => {},
         saturated: () => false,
         close: async () => {},
@@ -57,7 +61,7 @@ function openFileBackend(file: string): CheckpointBackend {
   db.pragma("journal_mode = WAL");
   db.pragma("busy_timeout = 10000");
   db.pragma("synchronous = NORMAL");
-  const saver = new FileSaver(db);
+  const saver = new FileSaver(db, new ReadableSerde());
   saver.initialise();
   return {
     kind: "filedb",
@@ -81,7 +85,7 @@ async function openServerBackend(connectionString: string, schema: string): Prom
   });
   // An idle client losing its connection must not crash the worker; the next query reports it.
   pool.on("error", () => {});
-  const saver = new PostgresSaver(pool, undefined, { schema });
+  const saver = new PostgresSaver(pool, new ReadableSerde(), { schema });
   // The saver's migrations run under the lock; they use their own pooled connection.
   await withSetupLock(pool, `agenthost:setup:${schema}`, () => saver.setup());
   return {

@@ -43,6 +43,33 @@ export async function readHistoryPage(agent: RegisteredAgent, storageKey: string
   return { messages: onlyMessages(list.slice(offset, offset + limit)), total: list.length };
 }
 
+function tooLong(held: number, adding: number, max: number): ApiError {
+  return new ApiError("conversation_too_long", {
+    detail:
+      `The conversation holds ${held} messages and this request would add ${adding}; CONVERSATION_MAX_MESSAGES allows ${max}. ` +
+      "Start a new thread_id, or clear this conversation.",
+  });
+}
+
+/** How many messages the conversation holds; the message store answers without reviving any. */
+export async function conversationLength(agent: RegisteredAgent, storageKey: string): Promise<number> {
+  const saver = saverOf(agent);
+  if (saver instanceof MessageStoreSaver) return saver.count(storageKey);
+  const tuple = await saver.getTuple({ configurable: { thread_id: storageKey, checkpoint_ns: "" } });
+  const messages: unknown = tuple?.checkpoint.channel_values?.messages;
+  return Array.isArray(messages) ? messages.length : 0;
+}
+
+/**
+ * Refuse (413 conversation_too_long) a run on a conversation that has no room for one more
+ * message. A run may add several (tool calls and their results); the cap is checked before it
+ * starts, so a conversation can end a run a few messages past it, never start one there.
+ */
+export async function ensureRoomForRun(agent: RegisteredAgent, storageKey: string, max: number): Promise<void> {
+  const held = await conversationLength(agent, storageKey);
+  if (held + 1 > max) throw tooLong(held, 1, max);
+}
+
 interface MessagesChannel {
   fromCheckpoint(value: unknown): { update(values: unknown[]): boolean; checkpoint(): unknown };
 }
@@ -59,9 +86,15 @@ function messagesChannelOf(agent: RegisteredAgent): MessagesChannel {
  * Append messages to a conversation without running the agent: one new checkpoint whose
  * `messages` channel is the old list combined with the new messages through the graph's own
  * reducer. No node is credited with the update, so no node becomes due: the conversation stays
- * idle and the next run starts from the new list. Returns the list's new length.
+ * idle and the next run starts from the new list. Returns the list's new length; a list longer
+ * than `maxMessages` is refused (413 conversation_too_long) and nothing is written.
  */
-export async function appendMessages(agent: RegisteredAgent, storageKey: string, messages: BaseMessage[]): Promise<number> {
+export async function appendMessages(
+  agent: RegisteredAgent,
+  storageKey: string,
+  messages: BaseMessage[],
+  maxMessages = Number.POSITIVE_INFINITY,
+): Promise<number> {
   const saver = saverOf(agent);
   const channelSpec = messagesChannelOf(agent);
   const base = { configurable: { thread_id: storageKey, checkpoint_ns: "" } };
@@ -71,6 +104,10 @@ export async function appendMessages(agent: RegisteredAgent, storageKey: string,
   const channel = channelSpec.fromCheckpoint(checkpoint.channel_values.messages);
   channel.update([messages]);
   const value = channel.checkpoint();
+  if (Array.isArray(value) && value.length > maxMessages) {
+    const before: unknown = checkpoint.channel_values.messages;
+    throw tooLong(Array.isArray(before) ? before.length : 0, messages.length, maxMessages);
+  }
   const version = saver.getNextVersion(checkpoint.channel_versions.messages as number | undefined);
 
   const step = typeof saved?.metadata?.step === "number" ? saved.metadata.step + 1 : -1;

@@ -1,4 +1,4 @@
-import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
+import { ChatMessage, isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   BaseCheckpointSaver,
@@ -77,6 +77,20 @@ export function rangesOf(keys: readonly number[]): Array<[number, number]> {
     else ranges.push([key, key]);
   }
   return ranges;
+}
+
+/**
+ * The role of the stand-in for a stored message that cannot be read back: history shows it as a
+ * `custom` message whose custom_data.message_type is this, so one unreadable message hides nothing
+ * else of its page and positions and totals stay right.
+ */
+export const UNREADABLE_ROLE = "unreadable";
+
+function unreadableMessage(): ChatMessage {
+  return new ChatMessage({
+    role: UNREADABLE_ROLE,
+    content: "This stored message could not be read back. Clear the conversation to run or extend it again.",
+  });
 }
 
 /** A message row that a checkpoint refers to is missing: the conversation cannot be revived. */
@@ -203,7 +217,7 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
     if (!tuple) return { messages: [], total: 0 };
     if (tuple.pendingWrites?.some(([task, channel]) => channel === "messages" && task === NULL_TASK_ID)) return undefined;
     const value: unknown = tuple.checkpoint.channel_values?.messages;
-    if (isMessageRefs(value)) return { messages: await this.load(threadId, keysAt(value, offset, limit)), total: countOf(value) };
+    if (isMessageRefs(value)) return { messages: await this.load(threadId, keysAt(value, offset, limit), true), total: countOf(value) };
     const list = Array.isArray(value) ? value.filter(isBaseMessage) : [];
     return { messages: list.slice(offset, offset + limit), total: list.length };
   }
@@ -238,8 +252,12 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
     return [...messages];
   }
 
-  /** The messages under `keys`, in order: cached ones as they are, the rest read and revived. */
-  private async load(threadId: string, keys: readonly number[]): Promise<BaseMessage[]> {
+  /**
+   * The messages under `keys`, in order: cached ones as they are, the rest read and revived. With
+   * `tolerant` (history pages), a row that cannot be revived becomes a stand-in message (not cached);
+   * otherwise its error is thrown (a run cannot go on from an unreadable conversation).
+   */
+  private async load(threadId: string, keys: readonly number[], tolerant = false): Promise<BaseMessage[]> {
     const thread = this.thread(threadId);
     const missing: number[] = [];
     for (const key of keys) if (!thread.byKey.has(key)) missing.push(key);
@@ -247,15 +265,23 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
       if (start > 0) await yieldToEventLoop();
       const slice = missing.slice(start, start + REVIVE_SLICE);
       const texts = await this.rows.read(threadId, slice);
-      if (texts.size !== slice.length) throw new MissingMessagesError(threadId, slice.length - texts.size);
+      if (texts.size !== slice.length && !tolerant) throw new MissingMessagesError(threadId, slice.length - texts.size);
       for (const key of slice) {
-        const revived: unknown = await this.serde.loadsTyped("json", texts.get(key)!);
-        if (!isBaseMessage(revived)) throw new MissingMessagesError(threadId, 1);
-        this.remember(threadId, thread, key, revived);
+        const text = texts.get(key);
+        if (text === undefined) continue;
+        let revived: unknown;
+        try {
+          revived = await this.serde.loadsTyped("json", text);
+        } catch (error) {
+          if (!tolerant) throw error;
+          continue;
+        }
+        if (isBaseMessage(revived)) this.remember(threadId, thread, key, revived);
+        else if (!tolerant) throw new MissingMessagesError(threadId, 1);
       }
     }
     const out = new Array<BaseMessage>(keys.length);
-    for (let i = 0; i < keys.length; i++) out[i] = thread.byKey.get(keys[i]!)!;
+    for (let i = 0; i < keys.length; i++) out[i] = thread.byKey.get(keys[i]!) ?? unreadableMessage();
     this.trim(threadId);
     return out;
   }

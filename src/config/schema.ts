@@ -145,6 +145,7 @@ export const configShape = {
   CHECKPOINT_DURABILITY: z.preprocess(unsetIfEmpty, z.enum(["sync", "async"]).default("sync")),
   HISTORY_MAX_PAGE_SIZE: optionalInt(1, 1000),
   MESSAGE_CACHE_SIZE: int(50_000, 0, 10_000_000),
+  CONVERSATION_MAX_MESSAGES: int(100_000, 1),
 
   // Authentication
   AUTH_MODE: z.preprocess(

@@ -11,14 +11,14 @@ interface CatalogueEntry {
 }
 
 export const errorCatalogue = {
-  unauthenticated: { status: 401, detail: "Missing or invalid bearer token.", headers: { "WWW-Authenticate": "Bearer" } },
-  forbidden_user: { status: 403, detail: "This token may not act for the requested user_id." },
+  unauthenticated: { status: 401, code: "unauthenticated", detail: "Missing or invalid bearer token.", headers: { "WWW-Authenticate": "Bearer" } },
+  forbidden_user: { status: 403, code: "forbidden_user", detail: "This token may not act for the requested user_id." },
   feedback_proof_required: { status: 403, code: "feedback_proof_required", detail: "Feedback from this token needs the run's feedback_token." },
   feedback_proof_invalid: { status: 403, code: "feedback_proof_invalid", detail: "The feedback_token was not issued for this user, agent and run." },
   bad_request: { status: 400, code: "bad_request", detail: "The request is not valid HTTP." },
   undecodable_body: { status: 400, code: "undecodable_body", detail: "The request body could not be decoded with its Content-Encoding." },
   request_aborted: { status: 400, code: "request_aborted", detail: "The client closed the connection before its request body arrived." },
-  not_found: { status: 404, detail: "Not found." },
+  not_found: { status: 404, code: "not_found", detail: "Not found." },
   method_not_allowed: { status: 405, code: "method_not_allowed", detail: "This path does not accept this method." },
   request_body_timeout: {
     status: 408,
@@ -26,7 +26,7 @@ export const errorCatalogue = {
     detail: "The request was not received in full within the read timeout.",
     headers: { Connection: "close" },
   },
-  unknown_agent: { status: 404, detail: "No agent with this name is registered." },
+  unknown_agent: { status: 404, code: "unknown_agent", detail: "No agent with this name is registered." },
   conversation_busy: {
     status: 409,
     code: "conversation_busy",
@@ -38,6 +38,19 @@ export const errorCatalogue = {
     code: "conversation_busy",
     detail: "The conversation stayed busy for the whole queue wait; retry later.",
     headers: { "Retry-After": "1" },
+  },
+  conversation_unreadable: {
+    status: 409,
+    code: "conversation_unreadable",
+    detail:
+      "The conversation holds stored data the service cannot read back, so it cannot be run or extended. " +
+      "Read what remains with GET /history (unreadable messages show as custom messages of message_type \"unreadable\"), " +
+      "then clear it with DELETE /history/clear.",
+  },
+  conversation_too_long: {
+    status: 413,
+    code: "conversation_too_long",
+    detail: "The conversation has reached the service's message limit (CONVERSATION_MAX_MESSAGES); start a new thread_id or clear this one.",
   },
   payload_too_large: { status: 413, code: "payload_too_large", detail: "The request body exceeds the configured size limit." },
   unsupported_encoding: {
@@ -72,6 +85,11 @@ export const errorCatalogue = {
   model_request_rejected: { status: 502, code: "model_request_rejected", detail: "The model provider rejected the request." },
   no_pending_interrupt: { status: 409, code: "no_pending_interrupt", detail: "The conversation has no pending interrupt to resume." },
   interrupt_not_pending: { status: 409, code: "interrupt_not_pending", detail: "The named interrupt is not pending in this conversation." },
+  recursion_limit_requested: {
+    status: 422,
+    code: "recursion_limit_exceeded",
+    detail: "The run reached the recursion_limit the request set before finishing; raise recursion_limit or simplify the request.",
+  },
   recursion_limit: { status: 500, code: "recursion_limit_exceeded", detail: "The run reached its recursion limit." },
   run_failed: { status: 500, code: "run_failed", detail: "The agent run failed." },
   internal: { status: 500, code: "internal_error", detail: "Internal server error." },

@@ -1,4 +1,5 @@
 import { GraphRecursionError } from "@langchain/langgraph";
+import { UnreadableCheckpointError } from "../checkpoints/readable-serde.ts";
 import { classifyProviderError } from "../models/provider-errors.ts";
 import { ApiError } from "./api-error.ts";
 
@@ -40,11 +41,36 @@ function isDatabaseUnavailable(error: unknown): boolean {
   return false;
 }
 
+/** An UnreadableCheckpointError anywhere in the error's cause chain. */
+function isUnreadableConversation(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && depth < 5; depth++) {
+    if (e instanceof UnreadableCheckpointError) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
+ * Storage failures outside a run (history read, append, clear): an unreadable conversation, an
+ * unreachable database. Undefined when the error is neither.
+ */
+export function classifyStorageError(error: unknown): ApiError | undefined {
+  if (isUnreadableConversation(error)) return new ApiError("conversation_unreadable");
+  if (isDatabaseUnavailable(error)) return new ApiError("database_unavailable");
+  return undefined;
+}
+
+/** What the run's request chose, where it changes how a failure is reported. */
+export interface RunChoices {
+  /** The request set recursion_limit: reaching it is the caller's outcome (422), not a server error. */
+  readonly callerRecursionLimit?: boolean;
+}
+
 /**
  * Turn whatever a run threw into the ApiError the caller sees. `abortReason` is the run signal's
  * reason when it fired: it explains an abort better than the error the graph threw for it.
  */
-export function classifyRunError(error: unknown, abortReason?: unknown): ApiError {
+export function classifyRunError(error: unknown, abortReason?: unknown, choices: RunChoices = {}): ApiError {
   if (abortReason instanceof RunAborted) {
     switch (abortReason.reason) {
       case "deadline":
@@ -59,12 +85,12 @@ export function classifyRunError(error: unknown, abortReason?: unknown): ApiErro
   }
   if (error instanceof ApiError) return error;
   if (error instanceof GraphRecursionError) {
+    if (choices.callerRecursionLimit) return new ApiError("recursion_limit_requested");
     return new ApiError("recursion_limit", {
       detail: "The run reached its recursion limit before finishing; raise recursion_limit or simplify the request.",
     });
   }
   const provider = classifyProviderError(error);
   if (provider) return provider;
-  if (isDatabaseUnavailable(error)) return new ApiError("database_unavailable");
-  return new ApiError("run_failed");
+  return classifyStorageError(error) ?? new ApiError("run_failed");
 }

@@ -26,8 +26,8 @@ const standardErrors = {
   "401": errorResponse("Missing or invalid bearer token"),
   "403": errorResponse("The token may not act for the requested user_id"),
   "404": errorResponse("Unknown agent"),
-  "413": errorResponse("Body or attachments exceed a configured limit"),
-  "422": errorResponse("Validation failed"),
+  "413": errorResponse("Body or attachments exceed a configured limit (payload_too_large), or the conversation is full (conversation_too_long)"),
+  "422": errorResponse("Validation failed (validation_failed), or the recursion_limit the request set was reached (recursion_limit_exceeded)"),
   "503": errorResponse(
     "Worker full (service_busy, Retry-After: 1), database unavailable, model provider unavailable (model_unavailable), or provider rejected the service's credentials (model_authentication_failed)",
   ),
@@ -42,7 +42,7 @@ const agentOperations: Record<string, Record<string, Operation>> = {
       requestBody: { required: true, content: json("InvokeRequest") },
       responses: {
         "200": { description: "The final ChatMessage", content: json("ChatMessage") },
-        "409": errorResponse("Conversation busy, or its queue wait expired"),
+        "409": errorResponse("Conversation busy, or its queue wait expired (conversation_busy); or stored data cannot be read back (conversation_unreadable)"),
         "429": errorResponse("Model provider rate limit (model_rate_limited; Retry-After when the provider sent one)"),
         "502": errorResponse("The model provider rejected the request (model_request_rejected)"),
         "504": errorResponse("Request deadline (request_timeout) or model timeout (model_timeout) expired"),
@@ -60,7 +60,7 @@ const agentOperations: Record<string, Record<string, Operation>> = {
           description: "`data: <StreamEvent JSON>` frames; `data: [DONE]` after a clean end. Error events can follow a 200.",
           content: { "text/event-stream": { schema: ref("StreamEvent") } },
         },
-        "409": errorResponse("Conversation busy, or its queue wait expired"),
+        "409": errorResponse("Conversation busy, or its queue wait expired (conversation_busy); or stored data cannot be read back (conversation_unreadable)"),
         ...standardErrors,
       },
     },
@@ -75,7 +75,7 @@ const agentOperations: Record<string, Record<string, Operation>> = {
           description: "One StreamEvent JSON object per line; no completion marker.",
           content: { "application/jsonl": { schema: ref("StreamEvent") } },
         },
-        "409": errorResponse("Conversation busy, or its queue wait expired"),
+        "409": errorResponse("Conversation busy, or its queue wait expired (conversation_busy); or stored data cannot be read back (conversation_unreadable)"),
         ...standardErrors,
       },
     },
@@ -103,7 +103,7 @@ const agentOperations: Record<string, Record<string, Operation>> = {
       requestBody: { required: true, content: json("AddMessagesRequest") },
       responses: {
         "201": { description: "Appended as a new checkpoint", content: json("AddMessagesResponse") },
-        "409": errorResponse("Conversation busy, or its queue wait expired"),
+        "409": errorResponse("Conversation busy, or its queue wait expired (conversation_busy); or stored data cannot be read back (conversation_unreadable)"),
         ...standardErrors,
       },
     },
@@ -140,7 +140,9 @@ const agentOperations: Record<string, Record<string, Operation>> = {
 };
 
 const resumeErrors = {
-  "409": errorResponse("Conversation busy; no pending interrupt (no_pending_interrupt); or interrupt_id not pending (interrupt_not_pending)"),
+  "409": errorResponse(
+    "Conversation busy; no pending interrupt (no_pending_interrupt); interrupt_id not pending (interrupt_not_pending); or stored data cannot be read back (conversation_unreadable)",
+  ),
   "429": errorResponse("Model provider rate limit (model_rate_limited; Retry-After when the provider sent one)"),
   "504": errorResponse("Request deadline or model timeout expired"),
 };

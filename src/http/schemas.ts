@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { REQUEST_MODEL_KEY } from "../models/selection.ts";
+import { BOUNDS_NOTE, boundedJson, boundedRecord, jsonBoundsProblem } from "./json-bounds.ts";
 
 /**
  * Request and response shapes. The same schemas validate requests and generate the OpenAPI
@@ -73,32 +74,47 @@ export type ContentBlock = z.output<typeof contentBlockSchema>;
 
 export const messageContentSchema = z.union([z.string(), z.array(contentBlockSchema).min(1)]);
 
-/** Keys agent_config may never carry: identity, checkpoint addressing, or LangGraph internals. */
-const FORBIDDEN_AGENT_CONFIG_KEYS = new Set([
+/**
+ * Keys agent_config may never carry: identity, checkpoint addressing, or LangGraph internals. These
+ * are the `configurable` keys LangGraph.js and its savers read (checkpoint_id and its older name
+ * thread_ts select a checkpoint to run from; checkpoint_ns and checkpoint_map a subgraph's;
+ * task_id, assistant_id, graph_id and langgraph_auth_user go into run metadata and server info),
+ * ours (thread_id, user_id, agent_id, run_id, the selected model) and every `__`-prefixed internal.
+ */
+export const FORBIDDEN_AGENT_CONFIG_KEYS: ReadonlySet<string> = new Set([
   "thread_id",
+  "thread_ts",
   "user_id",
+  "agent_id",
   "checkpoint_id",
   "checkpoint_ns",
   "checkpoint_map",
   "checkpointer",
+  "task_id",
   "run_id",
+  "assistant_id",
+  "graph_id",
+  "langgraph_auth_user",
   REQUEST_MODEL_KEY,
 ]);
 
-const agentConfigSchema = z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
-  for (const key of Object.keys(value)) {
-    if (FORBIDDEN_AGENT_CONFIG_KEYS.has(key) || key.startsWith("__")) {
-      ctx.addIssue({ code: "custom", message: `agent_config may not set "${key}"`, path: [key] });
+const agentConfigSchema = boundedRecord()
+  .superRefine((value, ctx) => {
+    for (const key of Object.keys(value)) {
+      if (FORBIDDEN_AGENT_CONFIG_KEYS.has(key) || key.startsWith("__")) {
+        ctx.addIssue({ code: "custom", message: `agent_config may not set "${key}"`, path: [key] });
+      }
     }
-  }
-});
+  })
+  .describe(`Extra configurable keys for the agent; identity, checkpoint selectors and \`__\` internals are refused. ${BOUNDS_NOTE}`);
 
 /** Run-body fields that belong at the top level; `input` may not carry them. */
 const TOP_LEVEL_FIELDS = ["thread_id", "user_id", "model_name", "model_provider", "model_config_key", "agent_config", "recursion_limit"];
 
 const runFields = {
   input: z
-    .looseObject({ message: messageContentSchema })
+    .object({ message: messageContentSchema })
+    .catchall(boundedJson())
     .superRefine((input, ctx) => {
       for (const key of TOP_LEVEL_FIELDS) {
         if (key in input) ctx.addIssue({ code: "custom", message: `${key} belongs at the top level of the body, not in input`, path: [key] });
@@ -106,7 +122,7 @@ const runFields = {
     })
     .describe(
       "Agent input; identity fields are top-level, never here. Other keys answer a pending interrupt " +
-        "(`resume` keyed by interrupt id, `responses`); a new run ignores them.",
+        `(\`resume\` keyed by interrupt id, \`responses\`); a new run ignores them. Each: ${BOUNDS_NOTE}`,
     ),
   thread_id: optional(identifier).describe("Public conversation id; omitted on invoke: a new one is created and returned."),
   user_id: userIdField.describe("Trusted callers: any user (default AUTH_SERVICE_USER_ID). Token users: omit or their own id."),
@@ -137,8 +153,7 @@ export type StreamRequest = z.infer<typeof streamRequestSchema>;
 const resumeFields = {
   thread_id: identifier.describe("The paused conversation."),
   user_id: userIdField.describe("Same rules as on invoke."),
-  resume: z
-    .unknown()
+  resume: boundedJson()
     .refine((v) => v !== undefined && v !== null, { error: "resume is required and may not be null" })
     .describe("The value handed back to the interrupted graph: an answer, or for approvals {decisions: [{type: approve|edit|reject, ...}]}."),
   interrupt_id: optional(identifier).describe("Which pending interrupt to resume; required when several are pending."),
@@ -218,11 +233,15 @@ export type HistoryPage = z.infer<typeof historyPageSchema>;
 
 const usageMetadataSchema = z
   .object({ input_tokens: z.number().int().min(0), output_tokens: z.number().int().min(0), total_tokens: z.number().int().min(0) })
-  .passthrough();
+  .passthrough()
+  .superRefine((value, ctx) => {
+    const problem = jsonBoundsProblem(value);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  });
 
 const toolCallInputSchema = z.strictObject({
   name: identifier,
-  args: z.record(z.string(), z.unknown()),
+  args: boundedRecord().describe(BOUNDS_NOTE),
   id: optional(identifier),
   type: optional(z.literal("tool_call")),
 });
@@ -243,11 +262,11 @@ export const messageInputSchema = z
           : `must be one of ${MESSAGE_INPUT_TYPES.join(", ")}`,
     }),
     content: z.union([z.string(), z.array(contentBlockSchema)]),
-    custom_data: optional(z.record(z.string(), z.unknown())).describe("custom messages only"),
+    custom_data: optional(boundedRecord()).describe(`custom messages only. ${BOUNDS_NOTE}`),
     tool_call_id: optional(identifier).describe("tool messages only (required there)"),
     tool_calls: optional(z.array(toolCallInputSchema).max(1000)).describe("ai messages only"),
-    usage_metadata: optional(usageMetadataSchema).describe("ai messages only"),
-    response_metadata: optional(z.record(z.string(), z.unknown())),
+    usage_metadata: optional(usageMetadataSchema).describe(`ai messages only. ${BOUNDS_NOTE}`),
+    response_metadata: optional(boundedRecord()).describe(BOUNDS_NOTE),
   })
   .superRefine((message, ctx) => {
     const misplaced = (field: string, owner: string) =>
@@ -300,12 +319,12 @@ export const feedbackRequestSchema = z
     user_id: userIdField,
     feedback_token: optional(z.string().min(1).max(512)).describe("The run's proof; required for every principal but the trusted shared secret."),
     comment: optional(z.string().max(10_000)),
-    kwargs: optional(z.record(z.string(), z.unknown())).describe(
-      "The original client's extra fields: comment and ordinary metadata; a name of the target or identity is refused (422).",
+    kwargs: optional(boundedRecord()).describe(
+      `The original client's extra fields: comment and ordinary metadata; a name of the target or identity is refused (422). ${BOUNDS_NOTE}`,
     ),
   })
-  .catchall(z.unknown())
-  .describe("Other fields are ordinary metadata; they cannot change the run, user, trace, observation or record id.")
+  .catchall(boundedJson())
+  .describe(`Other fields are ordinary metadata; they cannot change the run, user, trace, observation or record id. Each: ${BOUNDS_NOTE}`)
   .register(apiSchemas, { id: "FeedbackRequest" });
 export type FeedbackRequest = z.infer<typeof feedbackRequestSchema>;
 

@@ -96,6 +96,11 @@ export function listen(
   );
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => answerClientError(error, socket, logger));
   server.on("checkExpectation", refuseExpectation);
+  // CONNECT (a proxy tunnel) is not something this service does: 405 with our JSON body, not a bare close.
+  server.on("connect", (_req: http.IncomingMessage, socket: Duplex) => {
+    const error = new ApiError("method_not_allowed", { detail: "CONNECT is not supported.", headers: { Allow: "GET, HEAD, POST, DELETE" } });
+    socket.end(rawErrorResponse(error), () => socket.destroy());
+  });
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.PORT, config.HOST, () => {

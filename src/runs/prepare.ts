@@ -29,6 +29,8 @@ export interface PreparedRun {
   readonly graphConfig: Omit<LangGraphRunnableConfig, "signal"> & { durability: Config["CHECKPOINT_DURABILITY"] };
   /** CHECK_INTERRUPTS: report a paused graph as an `interrupt` message. */
   readonly checkInterrupts: boolean;
+  /** The request set recursion_limit (reaching it is then a 422, not a server error). */
+  readonly callerRecursionLimit: boolean;
 }
 
 /** Identity, addressing and the graph config shared by runs and resumes. */
@@ -55,6 +57,7 @@ export function runEnvelope(
     runId,
     feedbackToken,
     checkInterrupts: config.CHECK_INTERRUPTS,
+    callerRecursionLimit: request.recursion_limit !== undefined,
     graphConfig: {
       runId,
       runName: agent.name,

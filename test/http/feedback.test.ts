@@ -142,7 +142,7 @@ describe("feedback route proof checks", () => {
   test("naming another user is 403 before any proof is looked at", async () => {
     const res = await send({ run_id: run.run_id, key: "k", score: 1, user_id: "bob", feedback_token: run.feedback_token });
     assert.equal(res.status, 403);
-    assert.equal(((await res.json()) as { error_code?: string }).error_code, undefined);
+    assert.equal(((await res.json()) as { error_code?: string }).error_code, "forbidden_user");
   });
 
   test("invalid bodies answer 422", async () => {

@@ -106,10 +106,23 @@ describe("runs", () => {
     assert.match(((await res.json()) as { detail: string }).detail, /does not support runtime model selection/);
   });
 
-  test("recursion_limit bounds graph steps", async () => {
-    const res = await call(service, "POST", "/looping-agent/invoke", { input: { message: "x" }, recursion_limit: 3 });
-    assert.equal(res.status, 500);
-    assert.equal(((await res.json()) as { error_code: string }).error_code, "recursion_limit_exceeded");
+  test("recursion_limit bounds graph steps: the caller's limit is a 422, the service default a 500", async () => {
+    const chosen = await call(service, "POST", "/looping-agent/invoke", { input: { message: "x" }, recursion_limit: 3 });
+    assert.equal(chosen.status, 422);
+    assert.deepEqual(await chosen.json(), {
+      detail: "The run reached the recursion_limit the request set before finishing; raise recursion_limit or simplify the request.",
+      error_code: "recursion_limit_exceeded",
+    });
+    // The chatbot needs two steps; a limit of 1 is the caller's choice, not a server error.
+    const one = await call(service, "POST", "/chatbot-agent/invoke", { input: { message: "x" }, recursion_limit: 1 });
+    assert.equal(one.status, 422);
+    const streamed = await call(service, "POST", "/chatbot-agent/stream/jsonl", { input: { message: "x" }, recursion_limit: 1 });
+    const lines = (await streamed.text()).trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    assert.equal(lines.at(-1)?.error_code, "recursion_limit_exceeded");
+
+    const byDefault = await call(service, "POST", "/looping-agent/invoke", { input: { message: "x" } });
+    assert.equal(byDefault.status, 500);
+    assert.equal(((await byDefault.json()) as { error_code: string }).error_code, "recursion_limit_exceeded");
   });
 
   test("a failing run answers without its error text", async () => {

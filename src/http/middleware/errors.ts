@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from "express";
 import { ApiError } from "../../errors/api-error.ts";
+import { classifyStorageError } from "../../errors/classify.ts";
 import { scopeOf } from "../request-scope.ts";
 
 export const notFound: RequestHandler = () => {
@@ -43,7 +44,7 @@ export function sendError(res: Response, error: ApiError): void {
 /** The one place errors become responses: `{detail, error_code?}`, never a stack. */
 export function errorHandler(): ErrorRequestHandler {
   return (error: unknown, _req, res, _next) => {
-    const apiError = error instanceof ApiError ? error : fromLibraries(error) ?? new ApiError("internal");
+    const apiError = error instanceof ApiError ? error : fromLibraries(error) ?? classifyStorageError(error) ?? new ApiError("internal");
     const scope = scopeOf(res);
     if (apiError.status >= 500 && !(error instanceof ApiError)) {
       scope?.logger.error({ err: error }, "unhandled error");

@@ -94,7 +94,7 @@ async function handleAppend(runtime: Runtime, req: Request, res: Response): Prom
   const lease = await lockConversation(runtime, key, signalOf(res));
   let total: number;
   try {
-    total = await appendMessages(agent, key, messages);
+    total = await appendMessages(agent, key, messages, runtime.config.CONVERSATION_MAX_MESSAGES);
   } finally {
     // Free the conversation before answering, so the caller's next request never finds it busy.
     await lease.release();

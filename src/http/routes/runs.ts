@@ -3,7 +3,7 @@ import type { RegisteredAgent } from "../../agents/agent.ts";
 import { ApiError } from "../../errors/api-error.ts";
 import { classifyRunError, RunAborted } from "../../errors/classify.ts";
 import type { LockLease } from "../../admission/locks/conversation-lock.ts";
-import { forgetUnsavedChanges } from "../../checkpoints/history.ts";
+import { ensureRoomForRun, forgetUnsavedChanges } from "../../checkpoints/history.ts";
 import { invokeRun, streamRun } from "../../runs/execute.ts";
 import { resumeFromInput } from "../../runs/interrupts.ts";
 import { prepareRun, type PreparedRun } from "../../runs/prepare.ts";
@@ -11,6 +11,7 @@ import type { Runtime } from "../../runtime.ts";
 import { encodeJsonlEvent } from "../encoders/jsonl.ts";
 import { encodeSseEvent, SSE_DONE, SSE_KEEPALIVE } from "../encoders/sse.ts";
 import { principalOf, scopeOf, signalOf } from "../request-scope.ts";
+import { shadowingKeyPath } from "../json-bounds.ts";
 import { describeIssues, invokeRequestSchema, streamRequestSchema, type StreamEvent } from "../schemas.ts";
 import type { z } from "zod";
 
@@ -24,7 +25,17 @@ export function agentOf(runtime: Runtime, req: Request, res: Response): Register
   return agent;
 }
 
+/**
+ * Validate a request body: first that no key anywhere shadows a built-in object member (see
+ * SHADOWING_KEYS; checked on the raw JSON, before parsing copies keys into new objects), then the schema.
+ */
 export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
+  const shadowing = shadowingKeyPath(body);
+  if (shadowing) {
+    throw new ApiError("validation_failed", {
+      detail: `${shadowing}: this key names a member every JavaScript object has (such as __proto__, constructor, toString) and is not accepted`,
+    });
+  }
   const parsed = schema.safeParse(body ?? {});
   if (!parsed.success) throw new ApiError("validation_failed", { detail: describeIssues(parsed.error) });
   return parsed.data;
@@ -82,6 +93,7 @@ export async function respondInvoke(runtime: Runtime, res: Response, prepared: P
   const signal = AbortSignal.any([requestSignal, lease.lost]);
   let run = prepared;
   try {
+    await ensureRoomForRun(run.agent, run.storageKey, runtime.config.CONVERSATION_MAX_MESSAGES);
     if (underLock) run = await underLock(run);
     const message = await invokeRun(run, signal);
     // Free the conversation before answering, so the caller's next turn never finds it busy.
@@ -92,7 +104,7 @@ export async function respondInvoke(runtime: Runtime, res: Response, prepared: P
   } catch (cause) {
     forgetUnsavedChanges(run.agent, run.storageKey);
     if (cause instanceof ApiError && cause.status < 500) throw cause;
-    const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined);
+    const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined, run);
     runtime.metrics.runs.inc({ agent: run.agent.name, outcome: error.errorCode ?? "error" });
     logRunFailure(res, run, error, cause);
     throw error;
@@ -179,13 +191,12 @@ export async function respondStream(
   const lease = await lockConversation(runtime, prepared.storageKey, requestSignal);
   const signal = AbortSignal.any([requestSignal, lease.lost]);
   let run = prepared;
-  if (underLock) {
-    try {
-      run = await underLock(run);
-    } catch (error) {
-      await lease.release();
-      throw error instanceof ApiError ? error : classifyRunError(error);
-    }
+  try {
+    await ensureRoomForRun(run.agent, run.storageKey, runtime.config.CONVERSATION_MAX_MESSAGES);
+    if (underLock) run = await underLock(run);
+  } catch (error) {
+    await lease.release();
+    throw error instanceof ApiError ? error : classifyRunError(error, undefined, run);
   }
 
   res.status(200).set({
@@ -222,7 +233,7 @@ export async function respondStream(
     if (framing.done) output.send(framing.done);
   } catch (cause) {
     forgetUnsavedChanges(run.agent, run.storageKey);
-    const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined);
+    const error = classifyRunError(cause, signal.aborted ? signal.reason : undefined, run);
     outcome = error.errorCode ?? "error";
     logRunFailure(res, run, error, cause);
     const event: StreamEvent = { type: "error", content: describeForStream(runtime, error, cause) };
