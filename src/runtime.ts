@@ -11,7 +11,7 @@ import { RunTracker } from "./worker/run-tracker.ts";
 import { buildAgentRegistry, type AgentRegistry } from "./agents/registry.ts";
 import { createAuthenticator, type Authenticator } from "./auth/principal.ts";
 import { openCheckpointBackend, type CheckpointBackend } from "./checkpoints/backend.ts";
-import { withHistoryIndex } from "./checkpoints/history-backend.ts";
+import { describeDatabaseFailure } from "./checkpoints/database-errors.ts";
 import { createFeedbackDelivery, type FeedbackDelivery } from "./feedback/delivery.ts";
 import { createObservabilityBackend, type ObservabilityBackend } from "./observability/backends/index.ts";
 import { attachTracing } from "./observability/backends/instrument.ts";
@@ -90,12 +90,10 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     const models = createModelCatalog(config, providerPool);
     const mcp = await loadMcpToolset(config);
     cleanup.push(() => mcp.close());
-    const checkpoints = await openCheckpointBackend(config).then((backend) =>
-      withHistoryIndex(backend, config, (err) => logger.warn({ err }, "history index write failed")).catch(async (error: unknown) => {
-        await backend.close();
-        throw error;
-      }),
-    );
+    const checkpoints = await openCheckpointBackend(config, {
+      logger,
+      onIndexError: (error) => logger.warn({ db: describeDatabaseFailure(error) }, "history index write failed"),
+    });
     cleanup.push(() => checkpoints.close());
     instrumentSaver(checkpoints.saver, checkpoints.kind, metrics);
     const registry = await buildAgentRegistry({

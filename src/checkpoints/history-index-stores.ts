@@ -252,17 +252,9 @@ ORDER BY c.checkpoint_id DESC LIMIT 1`,
   }
 
   async deleteThread(threadId: string): Promise<void> {
-    const client = await this.pool.connect();
-    try {
-      await client.query("BEGIN");
+    await inTransaction(this.pool, async (client) => {
       await client.query(`DELETE FROM ${this.index} WHERE thread_id = $1`, [threadId]);
       await client.query(`DELETE FROM ${this.chunks} WHERE thread_id = $1`, [threadId]);
-      await client.query("COMMIT");
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 }

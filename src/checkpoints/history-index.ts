@@ -115,8 +115,8 @@ export class IndexedSaver extends BaseCheckpointSaver {
     return this.inner.put(config, checkpoint, metadata, newVersions);
   }
 
-  override putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
-    return this.inner.putWrites(config, writes, taskId);
+  override putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
+    return this.inner.putWrites(config, writes, taskId, taskPath);
   }
 
   override async deleteThread(threadId: string): Promise<void> {

@@ -5,7 +5,10 @@ import type { MetricsJson } from "../observability/metrics.ts";
  * other users of the channel (Node's own cluster messages) are told apart and ignored.
  */
 
-/** Exit code of a worker (or primary) that refuses to start: configuration, registry, database at startup. */
+/**
+ * Exit code of a worker (or primary) that refuses to start: configuration or registry. An
+ * unreachable database is not a refusal: the worker starts not ready and waits for it.
+ */
 export const STARTUP_REFUSED = 2;
 
 export type LockResult = "granted" | "busy" | "queue_full" | "wait_expired" | "aborted";

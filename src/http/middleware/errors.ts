@@ -1,5 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
+import { describeDatabaseFailure } from "../../checkpoints/database-errors.ts";
 import { ApiError } from "../../errors/api-error.ts";
+import { classifyDatabaseError } from "../../errors/classify.ts";
 import { scopeOf } from "../request-scope.ts";
 
 export const notFound: RequestHandler = () => {
@@ -20,9 +22,13 @@ function fromBodyParser(error: unknown): ApiError | undefined {
 /** The one place errors become responses: `{detail, error_code?}`, never a stack. */
 export function errorHandler(): ErrorRequestHandler {
   return (error: unknown, _req, res, _next) => {
-    const apiError = error instanceof ApiError ? error : fromBodyParser(error) ?? new ApiError("internal");
+    const database = error instanceof ApiError ? undefined : classifyDatabaseError(error);
+    const apiError = error instanceof ApiError ? error : fromBodyParser(error) ?? database ?? new ApiError("internal");
     const scope = scopeOf(res);
-    if (apiError.status >= 500 && !(error instanceof ApiError)) {
+    if (database) {
+      // An outage is not a bug: no stack, and nothing of the connection string.
+      scope?.logger.warn({ error_code: database.errorCode, db: describeDatabaseFailure(error) }, "database unavailable");
+    } else if (apiError.status >= 500 && !(error instanceof ApiError)) {
       scope?.logger.error({ err: error }, "unhandled error");
     }
     if (res.headersSent) {
