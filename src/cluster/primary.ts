@@ -95,6 +95,10 @@ class Supervisor {
       process.exit(STARTUP_REFUSED);
     }
     const metricsPort = (this.metricsServer.address() as AddressInfo).port;
+    // Workers accept connections themselves (the kernel spreads them). Under Node's default
+    // round-robin the primary accepts each connection and passes it over IPC, and one passed to a
+    // worker that has just died is never answered nor closed: the client hangs.
+    cluster.schedulingPolicy = cluster.SCHED_NONE;
     cluster.setupPrimary({ exec: WORKER_ENTRY, execArgv: workerExecArgv() });
     cluster.on("exit", (worker, code, signal) => this.onExit(worker, code, signal));
     process.on("SIGTERM", () => this.shutdown("SIGTERM"));
