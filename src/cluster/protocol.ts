@@ -28,7 +28,9 @@ export type ToPrimary =
   | { ah: "lock.acquire"; id: number; key: string }
   | { ah: "lock.cancel"; id: number }
   | { ah: "lock.release"; id: number }
-  | { ah: "ping"; id: number };
+  | { ah: "ping"; id: number }
+  /** A Redis conversation lease this worker took or gave up (REDIS_URL): the primary releases a dead worker's. */
+  | { ah: "lease"; kind: "held" | "dropped"; key: string; token: string };
 
 export function isMessage<T extends { ah: string }>(value: unknown): value is T {
   return typeof value === "object" && value !== null && typeof (value as { ah?: unknown }).ah === "string";
