@@ -121,9 +121,8 @@ async function runOutage(cluster: Cluster, proxy: TcpProxy, mode: OutageMode, ou
   else proxy.blackhole();
   const cutAt = performance.now();
   // Readiness fails once the workers notice, and stays failed for the rest of the outage.
-  let readinessFailed = false;
   await waitUntil(async () => (await ready()) === 503, 15_000, "readiness fails");
-  readinessFailed = true;
+  let readinessFailed = true;
   while (performance.now() - cutAt < outageMs) {
     if ((await ready()) !== 503) readinessFailed = false;
     await new Promise((r) => setTimeout(r, 500));
