@@ -4,14 +4,13 @@ import { AdmissionLimiter } from "./admission/limiter.ts";
 import type { ConversationLock } from "./admission/locks/conversation-lock.ts";
 import { MemoryConversationLock } from "./admission/locks/memory-lock.ts";
 import { PrimaryConversationLock } from "./admission/locks/primary-lock.ts";
-import { RedisConversationLock } from "./admission/locks/redis-lock.ts";
+import { RedisConversationLock, type LeaseEvent } from "./admission/locks/redis-lock.ts";
 import { workerChannel } from "./cluster/protocol.ts";
 import { instrumentLock, instrumentSaver, ServiceMetrics } from "./observability/metrics.ts";
 import { RunTracker } from "./worker/run-tracker.ts";
 import { buildAgentRegistry, type AgentRegistry } from "./agents/registry.ts";
 import { createAuthenticator, type Authenticator } from "./auth/principal.ts";
 import { openCheckpointBackend, type CheckpointBackend } from "./checkpoints/backend.ts";
-import { withMessageStore } from "./checkpoints/message-store-backend.ts";
 import { createFeedbackDelivery, type FeedbackDelivery } from "./feedback/delivery.ts";
 import { createObservabilityBackend, type ObservabilityBackend } from "./observability/backends/index.ts";
 import { attachTracing } from "./observability/backends/instrument.ts";
@@ -59,6 +58,14 @@ export interface RuntimeOverrides {
   readonly metrics?: ServiceMetrics;
 }
 
+function reportLease(event: LeaseEvent): void {
+  try {
+    workerChannel().send({ ah: "lease", ...event });
+  } catch {
+    // The primary is gone; this worker exits with it.
+  }
+}
+
 /** Redis when REDIS_URL is set; else the primary's broker in a cluster worker; else this process. */
 export function defaultConversationLock(config: Config, logger: Logger): ConversationLock {
   const policy = { waitMs: config.THREAD_QUEUE_TIMEOUT * 1000, maxWaiters: config.THREAD_QUEUE_MAX_WAITERS };
@@ -69,6 +76,8 @@ export function defaultConversationLock(config: Config, logger: Logger): Convers
       leaseMs: Math.round(config.REDIS_LOCK_LEASE * 1000),
       policy,
       onError: (error) => logger.warn({ err: { message: error.message } }, "redis connection problem"),
+      // Under the primary, report leases so it can release this worker's if it dies.
+      onLease: cluster.isWorker ? reportLease : undefined,
     });
   }
   if (cluster.isWorker) return new PrimaryConversationLock(workerChannel(), policy);
@@ -90,12 +99,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     const models = createModelCatalog(config, providerPool);
     const mcp = await loadMcpToolset(config);
     cleanup.push(() => mcp.close());
-    const checkpoints = await openCheckpointBackend(config).then((backend) =>
-      withMessageStore(backend, config).catch(async (error: unknown) => {
-        await backend.close();
-        throw error;
-      }),
-    );
+    const checkpoints = await openCheckpointBackend(config, { logger });
     cleanup.push(() => checkpoints.close());
     instrumentSaver(checkpoints.saver, checkpoints.kind, metrics);
     const registry = await buildAgentRegistry({

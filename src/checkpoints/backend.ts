@@ -1,13 +1,19 @@
-import fs from "node:fs";
-import path from "node:path";
-import Database from "better-sqlite3";
-import pg from "pg";
-import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import { setTimeout as sleep } from "node:timers/promises";
+import type Database from "better-sqlite3";
+import type pg from "pg";
+import { MemorySaver, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import type { Config } from "../config/schema.ts";
+import type { Logger } from "../observability/logger.ts";
+import { DatabaseUnavailableError, describeDatabaseFailure, isDatabaseFailure, type DatabaseBackend } from "./database-errors.ts";
+import { DatabaseGate, type OpenDatabase } from "./guarded-saver.ts";
+import { MemoryMessageRows, PostgresMessageRows, SqliteMessageRows } from "./message-rows.ts";
+import { MessageStoreSaver } from "./message-store.ts";
 import { withSetupLock } from "./pg-transaction.ts";
 import { ReadableSerde } from "./readable-serde.ts";
+import { createServerPool } from "./server-pool.ts";
+import { openSqliteFile } from "./sqlite-file.ts";
 
 export type BackendKind = Config["MEMORY_BACKEND"];
 
@@ -17,84 +23,216 @@ export type BackendKind = Config["MEMORY_BACKEND"];
  */
 export interface CheckpointBackend {
   readonly kind: BackendKind;
-  readonly saver: BaseCheckpointSaver;
-  /** Resolves when the database answers a trivial query; rejects otherwise. */
+  /** A MessageStoreSaver: each message is stored once per thread (see message-store.ts). */
+  readonly saver: MessageStoreSaver;
+  /** False while the worker waits for its database to be reachable and set up. */
+  isReady(): boolean;
+  /** Resolves when the database answers a trivial query; rejects otherwise (and before it is set up). */
   ping(): Promise<void>;
   /** True while every pooled connection is busy and callers are queueing for one. */
   saturated(): boolean;
   close(): Promise<void>;
 }
 
+export interface BackendHooks {
+  readonly logger: Logger;
+}
+
 /** Connections per worker for the server database. */
 const SERVERDB_POOL_SIZE = 10;
-const SERVERDB_CONNECT_TIMEOUT_MS = 5_000;
+/** Setup retries back off from the first to the largest delay, ±20 %. */
+const SETUP_RETRY_FIRST_MS = 100;
+const SETUP_RETRY_MAX_MS = 2_000;
+/** How long closing waits for the pool's connections to end. */
+const POOL_END_WAIT_MS = 2_000;
+/** At most one log line per this interval for repeated database trouble. */
+const LOG_INTERVAL_MS = 10_000;
 
-/** SqliteSaver with its schema created eagerly at startup instead of on first use. */
+/** SqliteSaver with its schema created eagerly (inside openSqliteFile's transaction) instead of on first use. */
 class FileSaver extends SqliteSaver {
   initialise(): void {
     this.setup();
   }
 }
 
-export async function openCheckpointBackend(config: Config): Promise<CheckpointBackend> {
-  switch (config.MEMORY_BACKEND) {
-    case "memory":
-      return {
-        kind: "memory",
-        saver: new MemorySaver(new ReadableSerde()),
-        ping: async () => {},
-        saturated: () => false,
-        close: async () => {},
-      };
-    case "filedb":
-      return openFileBackend(config.FILEDB_DB_PATH);
-    case "serverdb":
-      return openServerBackend(config.DATABASE_URL!, config.SERVERDB_SCHEMA);
-  }
+/** One database: how to set it up (called again after each failure), probe it, and close it. */
+interface CheckpointDatabase {
+  connect(serde: SerializerProtocol): Promise<OpenDatabase>;
+  ping(): Promise<void>;
+  saturated(): boolean;
+  close(): Promise<void>;
 }
 
-function openFileBackend(file: string): CheckpointBackend {
-  fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
-  const db = new Database(file);
-  // WAL lets readers work beside the one writer; several workers share the file, so wait for the
-  // write lock instead of failing at once.
-  db.pragma("journal_mode = WAL");
-  db.pragma("busy_timeout = 10000");
-  db.pragma("synchronous = NORMAL");
-  const saver = new FileSaver(db, new ReadableSerde());
-  saver.initialise();
+/** A function that returns true at most once per `ms`. */
+function throttle(ms: number): () => boolean {
+  let last = -Infinity;
+  return () => {
+    const now = performance.now();
+    if (now - last < ms) return false;
+    last = now;
+    return true;
+  };
+}
+
+/**
+ * Open the checkpoint backend of MEMORY_BACKEND. A database backend is usable at once: if the
+ * database cannot be reached or set up, the worker still starts, every storage call answers
+ * DatabaseUnavailableError (503) and readiness fails, while setup is retried with backoff in the
+ * background until it succeeds. Only an error that is not the database's (a malformed
+ * DATABASE_URL, a FILEDB_DB_PATH whose folder cannot be created) refuses the start.
+ */
+export async function openCheckpointBackend(config: Config, hooks: BackendHooks): Promise<CheckpointBackend> {
+  if (config.MEMORY_BACKEND === "memory") {
+    return {
+      kind: "memory",
+      saver: new MessageStoreSaver(new MemorySaver(new ReadableSerde()), new MemoryMessageRows(), config.MESSAGE_CACHE_SIZE),
+      isReady: () => true,
+      ping: async () => {},
+      saturated: () => false,
+      close: async () => {},
+    };
+  }
+  const kind: DatabaseBackend = config.MEMORY_BACKEND;
+  const logger = hooks.logger.child({ backend: kind });
+  const database = kind === "filedb" ? fileDatabase(config) : serverDatabase(config, logger);
+  const gate = new DatabaseGate(kind, new ReadableSerde());
+  const setup = new SetupLoop(database, gate, logger);
+  try {
+    await setup.start();
+  } catch (error) {
+    await database.close().catch(() => {});
+    throw error;
+  }
   return {
-    kind: "filedb",
-    saver,
+    kind,
+    saver: new MessageStoreSaver(gate.saver, gate.rows, config.MESSAGE_CACHE_SIZE),
+    isReady: () => gate.isOpen,
     ping: async () => {
-      db.prepare("SELECT 1").get();
+      if (!gate.isOpen) throw new DatabaseUnavailableError(kind, new Error("the database is not set up yet"));
+      await database.ping();
     },
-    saturated: () => false,
+    saturated: () => database.saturated(),
     close: async () => {
-      db.close();
+      setup.stop();
+      await database.close();
     },
   };
 }
 
-async function openServerBackend(connectionString: string, schema: string): Promise<CheckpointBackend> {
-  const pool = new pg.Pool({
-    connectionString,
-    max: SERVERDB_POOL_SIZE,
-    connectionTimeoutMillis: SERVERDB_CONNECT_TIMEOUT_MS,
-    idleTimeoutMillis: 30_000,
-  });
-  // An idle client losing its connection must not crash the worker; the next query reports it.
-  pool.on("error", () => {});
-  const saver = new PostgresSaver(pool, new ReadableSerde(), { schema });
-  // The saver's migrations run under the lock; they use their own pooled connection.
-  await withSetupLock(pool, `agenthost:setup:${schema}`, () => saver.setup());
+/**
+ * Sets the database up, and after a failure tries again with backoff until it succeeds or the
+ * backend closes. `start` resolves after the first attempt, whatever its outcome, unless that
+ * attempt failed for a reason other than the database (then it rejects: refuse to start).
+ */
+class SetupLoop {
+  private attempts = 0;
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly since = performance.now();
+  private readonly shouldLog = throttle(LOG_INTERVAL_MS);
+
+  constructor(
+    private readonly database: CheckpointDatabase,
+    private readonly gate: DatabaseGate,
+    private readonly logger: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    const error = await this.attempt();
+    if (error !== undefined && !isDatabaseFailure(error)) throw error;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  /** One attempt; schedules the next after a failure. Resolves with the failure, if any. */
+  private async attempt(): Promise<unknown> {
+    this.attempts++;
+    try {
+      const open = await this.database.connect(this.gate.saver.serde);
+      if (this.stopped) return undefined;
+      this.gate.open(open);
+      if (this.attempts > 1) {
+        this.logger.info({ attempts: this.attempts, waited_ms: Math.round(performance.now() - this.since) }, "checkpoint database ready");
+      }
+      return undefined;
+    } catch (error) {
+      if (this.stopped) return error;
+      const base = Math.min(SETUP_RETRY_FIRST_MS * 2 ** (this.attempts - 1), SETUP_RETRY_MAX_MS);
+      const delay = Math.round(base * (0.8 + Math.random() * 0.4));
+      if (this.attempts === 1 || this.shouldLog()) {
+        this.logger.warn(
+          { attempt: this.attempts, retry_in_ms: delay, db: describeDatabaseFailure(error) },
+          "checkpoint database unavailable; readiness fails until it is set up",
+        );
+      }
+      this.timer = setTimeout(() => void this.attempt(), delay);
+      return error;
+    }
+  }
+}
+
+/** The SQLite file (FILEDB_DB_PATH): one connection per worker, in WAL mode. */
+function fileDatabase(config: Config): CheckpointDatabase {
+  let db: Database.Database | undefined;
+  let closed = false;
   return {
-    kind: "serverdb",
-    saver,
-    ping: async () => {
+    async connect(serde) {
+      let saver: FileSaver | undefined;
+      let rows: SqliteMessageRows | undefined;
+      const opened = await openSqliteFile(config.FILEDB_DB_PATH, Math.round(config.FILEDB_BUSY_TIMEOUT * 1000), (handle) => {
+        saver = new FileSaver(handle, serde);
+        saver.initialise();
+        rows = new SqliteMessageRows(handle);
+      });
+      if (closed) {
+        opened.close();
+        throw new Error("the backend was closed");
+      }
+      db = opened;
+      return { saver: saver!, rows: rows! };
+    },
+    async ping() {
+      db?.prepare("SELECT 1").get();
+    },
+    saturated: () => false,
+    async close() {
+      closed = true;
+      db?.close();
+    },
+  };
+}
+
+/** PostgreSQL (DATABASE_URL, SERVERDB_SCHEMA): one bounded pool per worker. */
+function serverDatabase(config: Config, logger: Logger): CheckpointDatabase {
+  const schema = config.SERVERDB_SCHEMA;
+  const shouldLog = throttle(LOG_INTERVAL_MS);
+  const pool: pg.Pool = createServerPool({
+    connectionString: config.DATABASE_URL!,
+    max: SERVERDB_POOL_SIZE,
+    connectTimeoutMs: Math.round(config.SERVERDB_CONNECT_TIMEOUT * 1000),
+    queryTimeoutMs: Math.round(config.SERVERDB_QUERY_TIMEOUT * 1000),
+    // The request that used the connection is answered 503; this is only for the operator.
+    onConnectionError: (error) => {
+      if (shouldLog()) logger.warn({ db: describeDatabaseFailure(error) }, "checkpoint database connection lost");
+    },
+  });
+  return {
+    async connect(serde) {
+      const saver = new PostgresSaver(pool, serde, { schema });
+      // The saver's migrations run under the lock; they use their own pooled connection.
+      await withSetupLock(pool, `agenthost:setup:${schema}`, () => saver.setup());
+      const rows = new PostgresMessageRows(pool, schema);
+      await rows.setup();
+      return { saver, rows };
+    },
+    async ping() {
       await pool.query("SELECT 1");
     },
     saturated: () => pool.totalCount >= SERVERDB_POOL_SIZE && pool.idleCount === 0 && pool.waitingCount > 0,
-    close: () => pool.end(),
+    // pool.end waits for every connection to say goodbye; a partitioned one never would.
+    close: () => Promise.race([pool.end(), sleep(POOL_END_WAIT_MS)]),
   };
 }

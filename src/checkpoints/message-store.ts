@@ -171,7 +171,7 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
     return this.inner.put(config, checkpoint, metadata, newVersions);
   }
 
-  override putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
+  override putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
     const threadId: unknown = config.configurable?.thread_id;
     const thread = typeof threadId === "string" && (config.configurable?.checkpoint_ns ?? "") === "" ? this.threads.get(threadId) : undefined;
     if (thread) {
@@ -180,7 +180,7 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
         for (const item of Array.isArray(value) ? value : [value]) if (isBaseMessage(item)) thread.written.add(item);
       }
     }
-    return this.inner.putWrites(config, writes, taskId);
+    return this.inner.putWrites(config, writes, taskId, taskPath);
   }
 
   override async deleteThread(threadId: string): Promise<void> {

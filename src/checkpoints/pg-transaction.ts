@@ -1,18 +1,24 @@
 import type pg from "pg";
 
-/** Run `fn` on one pooled connection inside BEGIN … COMMIT; any error rolls back and rethrows. */
+/**
+ * Run `fn` on one pooled connection inside BEGIN … COMMIT; any error rolls back, discards the
+ * connection and rethrows.
+ */
 export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let failure: Error | undefined;
   try {
     await client.query("BEGIN");
     const result = await fn(client);
     await client.query("COMMIT");
     return result;
   } catch (error) {
+    failure = error instanceof Error ? error : new Error("transaction failed");
     await client.query("ROLLBACK").catch(() => {});
     throw error;
   } finally {
-    client.release();
+    // After a failure the connection may be dead or mid-statement: discard it rather than pool it.
+    client.release(failure);
   }
 }
 

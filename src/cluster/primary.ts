@@ -6,6 +6,7 @@ import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import { createLogger, logFatalErrors, type Logger } from "../observability/logger.ts";
 import { PrimaryMetrics, renderClusterMetrics, type MetricsJson } from "../observability/metrics.ts";
+import { LeaseReaper } from "../admission/locks/redis-lock.ts";
 import { LockBroker } from "./lock-broker.ts";
 import { MetricsLedger } from "./metrics-ledger.ts";
 import { startMetricsServer } from "./metrics-server.ts";
@@ -69,6 +70,8 @@ class Supervisor {
   private readonly metrics = new PrimaryMetrics();
   private readonly ledger = new MetricsLedger();
   private readonly broker: LockBroker;
+  /** With REDIS_URL: releases the Redis leases of a worker that died. */
+  private readonly reaper: LeaseReaper | undefined;
   private readonly members = new Map<number, Member>();
   private readonly budget: RestartBudget;
   private readonly forkTimers = new Set<NodeJS.Timeout>();
@@ -85,6 +88,13 @@ class Supervisor {
   ) {
     this.broker = new LockBroker({ waitMs: config.THREAD_QUEUE_TIMEOUT * 1000, maxWaiters: config.THREAD_QUEUE_MAX_WAITERS });
     this.budget = new RestartBudget(config.WORKER_RESTART_LIMIT, config.WORKER_RESTART_WINDOW * 1000);
+    this.reaper = config.REDIS_URL
+      ? new LeaseReaper({
+          url: config.REDIS_URL,
+          keyPrefix: `${config.REDIS_KEY_PREFIX}:`,
+          onError: (error) => logger.warn({ err: { message: error.message } }, "redis connection problem"),
+        })
+      : undefined;
   }
 
   async start(): Promise<void> {
@@ -96,6 +106,10 @@ class Supervisor {
       process.exit(STARTUP_REFUSED);
     }
     const metricsPort = (this.metricsServer.address() as AddressInfo).port;
+    // Workers accept connections themselves (the kernel spreads them). Under Node's default
+    // round-robin the primary accepts each connection and passes it over IPC, and one passed to a
+    // worker that has just died is never answered nor closed: the client hangs.
+    cluster.schedulingPolicy = cluster.SCHED_NONE;
     cluster.setupPrimary({ exec: WORKER_ENTRY, execArgv: workerExecArgv() });
     cluster.on("exit", (worker, code, signal) => this.onExit(worker, code, signal));
     process.on("SIGTERM", () => this.shutdown("SIGTERM"));
@@ -165,6 +179,11 @@ class Supervisor {
       case "metrics":
         this.metricsWaiters.get(`${member.worker.id}:${message.seq}`)?.(message);
         break;
+      case "lease":
+        // A report arriving after the worker's exit was handled is dropped: that lease just expires.
+        if (this.members.has(member.worker.id)) this.reaper?.record(member.worker.id, message);
+        this.logger.debug({ worker: member.worker.id, lease: message.kind }, "conversation lease reported");
+        break;
     }
   }
 
@@ -209,6 +228,7 @@ class Supervisor {
     this.members.delete(worker.id);
     this.metrics.workers.set(this.members.size);
     this.broker.detach(worker.id);
+    this.releaseLeases(worker.id);
     void this.ledger.retire(worker.id);
     if (!member) return;
     clearTimeout(member.startupTimer);
@@ -228,6 +248,16 @@ class Supervisor {
     }
     this.logger.error({ worker: worker.id, code, signal }, "worker exited; replacing it");
     this.replace(member.slot, "exited");
+  }
+
+  /** Free the conversations a dead worker held through Redis, instead of waiting out their leases. */
+  private releaseLeases(workerId: number): void {
+    this.reaper?.reap(workerId).then(
+      (released) => {
+        if (released > 0) this.logger.info({ worker: workerId, released }, "released a dead worker's conversation leases");
+      },
+      () => {},
+    );
   }
 
   /** Count a restart and fork the slot's replacement after the backoff, or stop on a crash loop. */
@@ -307,6 +337,7 @@ class Supervisor {
   private finishIfDone(): void {
     if (!this.shuttingDown || this.members.size > 0) return;
     const exit = () => {
+      this.reaper?.close();
       this.logger.info({ code: this.exitCode }, "primary exiting");
       process.exit(this.exitCode);
     };

@@ -5,7 +5,10 @@ import type { MetricsJson } from "../observability/metrics.ts";
  * other users of the channel (Node's own cluster messages) are told apart and ignored.
  */
 
-/** Exit code of a worker (or primary) that refuses to start: configuration, registry, database at startup. */
+/**
+ * Exit code of a worker (or primary) that refuses to start: configuration or registry. An
+ * unreachable database is not a refusal: the worker starts not ready and waits for it.
+ */
 export const STARTUP_REFUSED = 2;
 
 export type LockResult = "granted" | "busy" | "queue_full" | "wait_expired" | "aborted";
@@ -27,7 +30,9 @@ export type ToPrimary =
   | { ah: "lock.acquire"; id: number; key: string }
   | { ah: "lock.cancel"; id: number }
   | { ah: "lock.release"; id: number }
-  | { ah: "ping"; id: number };
+  | { ah: "ping"; id: number }
+  /** A Redis conversation lease this worker took or gave up (REDIS_URL): the primary releases a dead worker's. */
+  | { ah: "lease"; kind: "held" | "dropped"; key: string; token: string };
 
 export function isMessage<T extends { ah: string }>(value: unknown): value is T {
   return typeof value === "object" && value !== null && typeof (value as { ah?: unknown }).ah === "string";

@@ -134,6 +134,7 @@ export const configShape = {
   // Checkpoints
   MEMORY_BACKEND: z.preprocess(unsetIfEmpty, z.enum(["memory", "filedb", "serverdb"]).default("memory")),
   FILEDB_DB_PATH: z.preprocess(unsetIfEmpty, z.string().default("data/agenthost.sqlite")),
+  FILEDB_BUSY_TIMEOUT: seconds(5, 0.01),
   DATABASE_URL: text(),
   SERVERDB_SCHEMA: z.preprocess(
     unsetIfEmpty,
@@ -142,6 +143,8 @@ export const configShape = {
       .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, { error: "must be a plain SQL identifier" })
       .default("public"),
   ),
+  SERVERDB_CONNECT_TIMEOUT: seconds(3, 0.1),
+  SERVERDB_QUERY_TIMEOUT: seconds(5, 0.1),
   CHECKPOINT_DURABILITY: z.preprocess(unsetIfEmpty, z.enum(["sync", "async"]).default("sync")),
   HISTORY_MAX_PAGE_SIZE: optionalInt(1, 1000),
   MESSAGE_CACHE_SIZE: int(50_000, 0, 10_000_000),

@@ -1,5 +1,6 @@
 import { GraphRecursionError } from "@langchain/langgraph";
 import { UnreadableCheckpointError } from "../checkpoints/readable-serde.ts";
+import { isDatabaseError } from "../checkpoints/database-errors.ts";
 import { classifyProviderError } from "../models/provider-errors.ts";
 import { ApiError } from "./api-error.ts";
 
@@ -11,34 +12,12 @@ export class RunAborted extends Error {
   }
 }
 
-const DATABASE_ERROR_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ETIMEDOUT",
-  "ENOTFOUND",
-  "EPIPE",
-  "57P01", // admin_shutdown
-  "57P03", // cannot_connect_now
-  "53300", // too_many_connections
-  "08000",
-  "08003",
-  "08006",
-  "SQLITE_BUSY",
-  "SQLITE_LOCKED",
-  "SQLITE_IOERR",
-  "SQLITE_CANTOPEN",
-  "SQLITE_FULL",
-]);
-
-function isDatabaseUnavailable(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e && depth < 5; depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && DATABASE_ERROR_CODES.has(code)) return true;
-    const message = (e as { message?: unknown }).message;
-    if (typeof message === "string" && /Connection terminated|timeout exceeded when trying to connect/i.test(message)) return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
+/**
+ * The catalogue's answer to a failure of the checkpoint database (DatabaseUnavailableError from the
+ * storage layer, or a driver's error that reached here another way); undefined for anything else.
+ */
+export function classifyDatabaseError(error: unknown): ApiError | undefined {
+  return isDatabaseError(error) ? new ApiError("database_unavailable") : undefined;
 }
 
 /** An UnreadableCheckpointError anywhere in the error's cause chain. */
@@ -56,8 +35,7 @@ function isUnreadableConversation(error: unknown): boolean {
  */
 export function classifyStorageError(error: unknown): ApiError | undefined {
   if (isUnreadableConversation(error)) return new ApiError("conversation_unreadable");
-  if (isDatabaseUnavailable(error)) return new ApiError("database_unavailable");
-  return undefined;
+  return classifyDatabaseError(error);
 }
 
 /** What the run's request chose, where it changes how a failure is reported. */
@@ -90,6 +68,8 @@ export function classifyRunError(error: unknown, abortReason?: unknown, choices:
       detail: "The run reached its recursion limit before finishing; raise recursion_limit or simplify the request.",
     });
   }
+  const database = classifyDatabaseError(error);
+  if (database) return database;
   const provider = classifyProviderError(error);
   if (provider) return provider;
   return classifyStorageError(error) ?? new ApiError("run_failed");

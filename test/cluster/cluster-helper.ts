@@ -155,8 +155,8 @@ export interface Reply {
 }
 
 /**
- * One request on a new TCP connection (no keep-alive pool), so the primary spreads requests over
- * its workers. Rejects on connection errors (refused, reset).
+ * One request on a new TCP connection (no keep-alive pool), so the kernel spreads requests over
+ * the workers; or on `agent`'s connection (see pinnedConnections). Rejects on connection errors.
  */
 export function request(
   base: string,
@@ -164,6 +164,7 @@ export function request(
   pathname: string,
   body?: unknown,
   headers: Record<string, string> = {},
+  agent: http.Agent | false = false,
 ): Promise<Reply> {
   const url = new URL(pathname, base);
   const payload = body === undefined ? undefined : JSON.stringify(body);
@@ -172,7 +173,7 @@ export function request(
       url,
       {
         method,
-        agent: false,
+        agent,
         headers: {
           authorization: `Bearer ${TOKEN}`,
           ...(payload ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)) } : {}),
@@ -197,7 +198,6 @@ export function request(
 export const invoke = (base: string, agent: string, thread: string, message: string, headers?: Record<string, string>) =>
   request(base, "POST", `/${agent}/invoke`, { input: { message }, thread_id: thread }, headers);
 
-/** Workers (by cluster worker id) whose request log lines carry one of these request ids. */
 /**
  * `count` conversations, each sent two identical slow invokes at the same moment. Returns the reply
  * pairs and the request ids used, so a test can check which workers served them.
@@ -269,4 +269,55 @@ export async function eventually(check: () => Promise<boolean> | boolean, ms: nu
     if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+export interface PinnedConnection {
+  /** The cluster worker id that accepted the connection. */
+  readonly worker: number;
+  /** An agent with that one connection: every request sent with it reaches `worker`. */
+  readonly agent: http.Agent;
+}
+
+/**
+ * `perWorker` keep-alive connections to each of `workers` workers, in worker order. The kernel
+ * decides which worker accepts a new connection (SCHED_NONE), and that worker serves all of it, so
+ * new connections are opened one at a time until every worker has accepted enough.
+ */
+export async function pinnedConnections(cluster: Cluster, workers = 2, perWorker = 1, tries = 200): Promise<PinnedConnection[][]> {
+  const byWorker = new Map<number, PinnedConnection[]>();
+  const full = () => byWorker.size >= workers && [...byWorker.values()].every((list) => list.length >= perWorker);
+  for (let i = 0; i < tries && !full(); i++) {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const id = randomUUID();
+    await request(cluster.url, "GET", "/info", undefined, { "x-request-id": id }, agent);
+    const line = await cluster.waitForLog((l) => l.msg === "request" && l.request_id === id, 5_000);
+    const worker = line.worker as number;
+    const list = byWorker.get(worker) ?? [];
+    if (list.length >= perWorker || (!byWorker.has(worker) && byWorker.size >= workers)) {
+      agent.destroy();
+      continue;
+    }
+    list.push({ worker, agent });
+    byWorker.set(worker, list);
+  }
+  if (!full()) throw new Error(`could not open ${perWorker} connection(s) to each of ${workers} workers`);
+  return [...byWorker.values()];
+}
+
+/** The pid of a worker (cluster worker id), from its "listening" line. */
+export function pidOf(cluster: Cluster, worker: number): number {
+  const line = cluster.logs.find((l) => l.msg === "listening" && l.worker === worker);
+  if (!line) throw new Error(`worker ${worker} has not listened`);
+  return line.pid as number;
+}
+
+export function closePinned(pinned: PinnedConnection[][]): void {
+  for (const list of pinned) for (const { agent } of list) agent.destroy();
+}
+
+/** Two identical slow invokes on one new conversation at the same moment, each over its own connection. */
+export function pairOver(base: string, agents: readonly [http.Agent, http.Agent], ms = 1000): Promise<Reply[]> {
+  const thread = randomUUID();
+  const body = { input: { message: `sleep ${ms}` }, thread_id: thread };
+  return Promise.all(agents.map((agent) => request(base, "POST", "/slow-agent/invoke", body, {}, agent)));
 }

@@ -18,8 +18,12 @@ import {
   workersServing,
   type Cluster,
   type Reply,
+  closePinned,
   concurrentPairs,
   TOKEN,
+  pairOver,
+  pidOf,
+  pinnedConnections,
 } from "./cluster-helper.ts";
 
 describe("cluster with primary-brokered locks", () => {
@@ -42,22 +46,28 @@ describe("cluster with primary-brokered locks", () => {
       ids.add(id);
       return { "x-request-id": id };
     };
+    // The kernel spreads new connections (SCHED_NONE) unevenly; connections accepted by each worker
+    // make sure both serve (their /info probes are not among the counts below).
+    const [zero, one] = await pinnedConnections(cluster, 2, 2);
+    const on = [zero!, one!];
     for (let i = 0; i < 3; i++) {
-      const res = await invoke(cluster.url, "chatbot-agent", randomUUID(), "hello", tagged());
+      const body = { input: { message: "hello" }, thread_id: randomUUID() };
+      const res = await request(cluster.url, "POST", "/chatbot-agent/invoke", body, tagged(), on[i % 2]![0]!.agent);
       assert.equal(res.status, 200, res.body);
     }
     const pairs = await Promise.all(
-      [0, 1].map(async () => {
-        const thread = randomUUID();
-        return Promise.all([0, 1].map(() => invoke(cluster.url, "slow-agent", thread, "sleep 800", tagged())));
+      [0, 1].map(async (i) => {
+        const body = { input: { message: "sleep 800" }, thread_id: randomUUID() };
+        return Promise.all(on.map((list) => request(cluster.url, "POST", "/slow-agent/invoke", body, tagged(), list[i]!.agent)));
       }),
     );
+    closePinned(on);
     for (const pair of pairs) assert.deepEqual(pair.map((r) => r.status).sort(), [200, 409]);
     const unauthorized = await request(cluster.url, "POST", "/invoke", { input: { message: "x" } }, { authorization: "Bearer wrong" });
     assert.equal(unauthorized.status, 401);
 
     // Request log lines are written when the response closes; wait until all are in.
-    await eventually(() => cluster.logs.filter((l) => l.msg === "request").length >= 8, 5_000, "request log lines");
+    await eventually(() => workersServing(cluster.logs, ids).size === 2 && [...ids].every((id) => cluster.logs.some((l) => l.request_id === id)), 5_000, "request log lines");
     assert.equal(workersServing(cluster.logs, ids).size, 2, "both workers served requests");
     const line = cluster.logs.find((l) => l.msg === "request" && l.agent === "slow-agent")!;
     for (const field of ["request_id", "worker", "route", "agent", "status", "duration_ms"]) assert.ok(field in line, field);
@@ -90,12 +100,15 @@ describe("cluster with primary-brokered locks", () => {
   });
 
   test("two concurrent requests on one conversation: exactly one 409, whichever workers serve them", async () => {
-    const { pairs, ids } = await concurrentPairs(cluster.url);
+    const { pairs } = await concurrentPairs(cluster.url);
+    // And pairs whose two requests certainly reach two different workers.
+    const [zero, one] = await pinnedConnections(cluster, 2, 2);
+    pairs.push(...(await Promise.all([0, 1].map((i) => pairOver(cluster.url, [zero![i]!.agent, one![i]!.agent])))));
+    closePinned([zero!, one!]);
     for (const pair of pairs) {
       assert.deepEqual(pair.map((r) => r.status).sort(), [200, 409]);
       assert.equal(pair.find((r) => r.status === 409)!.json().error_code, "conversation_busy");
     }
-    await eventually(() => workersServing(cluster.logs, ids).size === 2, 5_000, "both workers served the pairs");
   });
 
   test("a client's next request never finds its own conversation busy: after add, clear, invoke or the stream's final message", async () => {
@@ -135,11 +148,12 @@ describe("cluster with primary-brokered locks", () => {
   });
 
   test("a worker killed with SIGKILL is replaced within 2 s, counted, and its locks are free at once", async () => {
-    const [first, second] = cluster.workerPids();
-    assert.ok(first && second);
+    // One run on each worker, over a connection each worker accepted.
+    const pinned = (await pinnedConnections(cluster)).map(([connection]) => connection!);
+    const first = pidOf(cluster, pinned[0]!.worker);
     const threads = [randomUUID(), randomUUID()];
-    const outcomes = threads.map((thread) =>
-      invoke(cluster.url, "slow-agent", thread, "sleep 3000").then(
+    const outcomes = threads.map((thread, i) =>
+      request(cluster.url, "POST", "/slow-agent/invoke", { input: { message: "sleep 3000" }, thread_id: thread }, {}, pinned[i]!.agent).then(
         (reply): Reply | Error => reply,
         (error: Error) => error,
       ),
@@ -153,12 +167,12 @@ describe("cluster with primary-brokered locks", () => {
     const forked = await cluster.waitForLog((l) => l.msg === "worker forked", 5_000, logMark);
     assert.ok((forked.time as number) - killedAt < 2_000, `replacement forked ${(forked.time as number) - killedAt} ms after the kill`);
 
-    // New connections alternate between idle workers, so the killed worker held one of the two runs:
-    // its client lost the connection, and its conversation is free again at once.
+    // The killed worker held the first run: its client lost the connection, and its conversation is
+    // free again at once.
     const early = await Promise.all(outcomes.map((o) => Promise.race([o, new Promise<"running">((r) => setTimeout(() => r("running"), 1_000))])));
-    const lost = threads.filter((_, i) => early[i] instanceof Error);
-    assert.equal(lost.length, 1, "one run was on the killed worker");
-    const again = await invoke(cluster.url, "slow-agent", lost[0]!, "sleep 10");
+    assert.ok(early[0] instanceof Error, "the run on the killed worker lost its connection");
+    assert.equal(early[1], "running", "the run on the other worker goes on");
+    const again = await invoke(cluster.url, "slow-agent", threads[0]!, "sleep 10");
     assert.equal(again.status, 200, `the killed worker's conversation is free: ${again.body}`);
 
     await eventually(async () => metric(await scrape(cluster), "agenthost_worker_restarts_total", { reason: "exited" }) === 1, 2_000, "restart counted");
@@ -171,6 +185,7 @@ describe("cluster with primary-brokered locks", () => {
     }
     await cluster.waitForLog((l) => l.msg === "listening" && l.pid === forked.worker_pid, 30_000);
     await Promise.all(outcomes);
+    closePinned([pinned]);
   });
 
   test("SIGTERM during a 3-second stream: the stream ends with [DONE], new requests are refused, exit 0", async () => {

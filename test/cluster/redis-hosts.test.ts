@@ -6,7 +6,21 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import pg from "pg";
-import { eventually, invoke, metric, scrape, startCluster, workersServing, type Cluster, type Reply, concurrentPairs } from "./cluster-helper.ts";
+import {
+  closePinned,
+  concurrentPairs,
+  eventually,
+  invoke,
+  metric,
+  pairOver,
+  pidOf,
+  pinnedConnections,
+  request,
+  scrape,
+  startCluster,
+  type Cluster,
+  type Reply,
+} from "./cluster-helper.ts";
 
 const DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test";
 const REDIS_URL = "redis://127.0.0.1:6379";
@@ -46,9 +60,12 @@ describe("two hosts sharing PostgreSQL and Redis", () => {
   });
 
   test("two concurrent requests on one conversation: exactly one 409, whichever workers serve them", async () => {
-    const { pairs, ids } = await concurrentPairs(hostA.url);
+    const { pairs } = await concurrentPairs(hostA.url);
+    // And pairs whose two requests certainly reach two different workers.
+    const [zero, one] = await pinnedConnections(hostA, 2, 2);
+    pairs.push(...(await Promise.all([0, 1].map((i) => pairOver(hostA.url, [zero![i]!.agent, one![i]!.agent])))));
+    closePinned([zero!, one!]);
     for (const pair of pairs) assert.deepEqual(pair.map((r) => r.status).sort(), [200, 409], pair.map((r) => r.body).join("\n"));
-    await eventually(() => workersServing(hostA.logs, ids).size === 2, 5_000, "both workers served the pairs");
   });
 
   test("a conversation busy on one host answers 409 on the other; history written on one is read on the other", async () => {
@@ -82,11 +99,12 @@ describe("two hosts sharing PostgreSQL and Redis", () => {
   });
 
   test("a worker killed with SIGKILL is replaced within 2 s and counted; its Redis locks free within the lease time", async () => {
-    const [first] = hostA.workerPids();
-    assert.ok(first);
+    // One run on each worker, over a connection each worker accepted.
+    const pinned = (await pinnedConnections(hostA)).map(([connection]) => connection!);
+    const first = pidOf(hostA, pinned[0]!.worker);
     const threads = [randomUUID(), randomUUID()];
-    const outcomes = threads.map((thread) =>
-      invoke(hostA.url, "slow-agent", thread, "sleep 4000").then(
+    const outcomes = threads.map((thread, i) =>
+      request(hostA.url, "POST", "/slow-agent/invoke", { input: { message: "sleep 4000" }, thread_id: thread }, {}, pinned[i]!.agent).then(
         (reply): Reply | Error => reply,
         (error: Error) => error,
       ),
@@ -100,14 +118,16 @@ describe("two hosts sharing PostgreSQL and Redis", () => {
     await eventually(async () => metric(await scrape(hostA), "agenthost_worker_restarts_total", { reason: "exited" }) === 1, 2_000, "restart counted");
 
     const early = await Promise.all(outcomes.map((o) => Promise.race([o, sleep(1_000).then(() => "running" as const)])));
-    const lost = threads.filter((_, i) => early[i] instanceof Error);
-    assert.equal(lost.length, 1, "one run was on the killed worker");
+    assert.ok(early[0] instanceof Error, "the run on the killed worker lost its connection");
+    assert.equal(early[1], "running", "the run on the other worker goes on");
+    const lost = [threads[0]];
     // Host B queues up to 5 s; the dead holder's 2 s lease expires well before.
     const started = Date.now();
     const taken = await invoke(hostB.url, "slow-agent", lost[0]!, "sleep 10");
     assert.equal(taken.status, 200, taken.body);
     assert.ok(Date.now() - killedAt < 3_500, `free ${Date.now() - killedAt} ms after the kill (lease 2 s), waited ${Date.now() - started} ms`);
     await Promise.all(outcomes);
+    closePinned([pinned]);
   });
 
   test("both hosts stop cleanly on SIGTERM", async () => {

@@ -4,6 +4,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
+import { pino } from "pino";
 import { storageKey } from "../../src/auth/storage-key.ts";
 import { openCheckpointBackend } from "../../src/checkpoints/backend.ts";
 import { loadConfig } from "../../src/config/load.ts";
@@ -119,7 +120,7 @@ describe("PostgreSQL backend (serverdb)", () => {
     const fresh = uniqueSchema("race");
     const config = loadConfig({ AUTH_SECRET: "x", USE_FAKE_MODEL: "true", MEMORY_BACKEND: "serverdb", DATABASE_URL, SERVERDB_SCHEMA: fresh });
     try {
-      const backends = await Promise.all(Array.from({ length: 6 }, () => openCheckpointBackend(config)));
+      const backends = await Promise.all(Array.from({ length: 6 }, () => openCheckpointBackend(config, { logger: pino({ level: "silent" }) })));
       await Promise.all(backends.map((b) => b.close()));
     } finally {
       await dropSchema(fresh);

@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import { after, test } from "node:test";
 import { Redis } from "ioredis";
 import type { LockQueuePolicy } from "../../src/admission/locks/conversation-lock.ts";
-import { RedisConversationLock } from "../../src/admission/locks/redis-lock.ts";
+import { LeaseReaper, RedisConversationLock, type LeaseEvent } from "../../src/admission/locks/redis-lock.ts";
 import { RunAborted } from "../../src/errors/classify.ts";
 
 const REDIS_URL = "redis://127.0.0.1:6379";
@@ -133,4 +133,44 @@ test("ping fails and acquire throws while Redis is unreachable", async () => {
   opened.push(lock);
   await assert.rejects(lock.ping());
   await assert.rejects(lock.acquire("k"));
+});
+
+test("LeaseReaper releases a dead owner's reported leases, wakes their waiters, and never a lease someone else holds", async () => {
+  const keyPrefix = `agenthost-test:${randomUUID()}:`;
+  prefixes.push(keyPrefix);
+  const reaper = new LeaseReaper({ url: REDIS_URL, keyPrefix });
+  const events: LeaseEvent[] = [];
+  const policy = { waitMs: 5_000, maxWaiters: 4 };
+  const dying = new RedisConversationLock({ url: REDIS_URL, keyPrefix, leaseMs: 10_000, policy, onLease: (event) => {
+    events.push(event);
+    reaper.record(1, event);
+  } });
+  const other = new RedisConversationLock({ url: REDIS_URL, keyPrefix, leaseMs: 10_000, policy });
+  opened.push(dying, other);
+  try {
+    const held = await dying.acquire("mine");
+    const released = await dying.acquire("released");
+    assert.ok(held.ok && released.ok);
+    await released.lease.release();
+    assert.deepEqual(events.map((e) => `${e.kind}:${e.key}`), ["held:mine", "held:released", "dropped:released"]);
+    // A lease the owner once held that expired and was taken by another since: another token.
+    const stolen = await other.acquire("stolen");
+    assert.ok(stolen.ok);
+    reaper.record(1, { kind: "held", key: "stolen", token: "the-dead-owner's-old-token" });
+
+    // Owner 1 "dies" (its lease is never released nor extended again); a waiter queues on its key.
+    const started = performance.now();
+    const waiter = other.acquire("mine");
+    await sleep(100);
+    assert.equal(await reaper.reap(1), 1, "only the lease still holding the dead owner's token");
+    const outcome = await waiter;
+    assert.ok(outcome.ok, "the waiter got the dead owner's conversation");
+    assert.ok(performance.now() - started < 2_000, "long before the 10 s lease ran out");
+    assert.equal(await admin.exists(`${keyPrefix}lock:stolen`), 1, "the other owner's lease is untouched");
+    assert.equal(await reaper.reap(1), 0, "reaping twice releases nothing");
+    await outcome.lease.release();
+    await stolen.lease.release();
+  } finally {
+    reaper.close();
+  }
 });

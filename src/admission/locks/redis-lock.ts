@@ -13,6 +13,18 @@ export interface RedisLockOptions {
   readonly policy: LockQueuePolicy;
   /** Connection problems, at most one call per ERROR_REPORT_INTERVAL_MS. */
   readonly onError?: (error: Error) => void;
+  /**
+   * Each lease taken (`held`) and given up (`dropped`, after its release reached Redis or when it
+   * was lost), so a supervisor can release the leases of a process that died (see LeaseReaper).
+   */
+  readonly onLease?: (event: LeaseEvent) => void;
+}
+
+/** A lease of this process on a conversation: its key and the token stored in Redis. */
+export interface LeaseEvent {
+  readonly kind: "held" | "dropped";
+  readonly key: string;
+  readonly token: string;
 }
 
 /** How often a waiter looks again without a release message (covers leases that expired). */
@@ -22,6 +34,9 @@ const CONNECT_WAIT_MS = 1_000;
 /** Retry pace of a failed lease extension while the lease is still valid. */
 const EXTEND_RETRY_MS = 250;
 const ERROR_REPORT_INTERVAL_MS = 10_000;
+
+/** Delete KEYS[1] only if it still holds the token ARGV[1]: a lease nobody else has taken since. */
+const DELETE_IF_HELD = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 
 /** Current Redis time in ms; the queue uses the server's clock so hosts' clocks need not agree. */
 const NOW = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
@@ -48,6 +63,9 @@ if ARGV[1] ~= '' and redis.call('ZSCORE', KEYS[1], ARGV[1]) then queued = 1 end
 return {head, queued}`;
 
 type ScriptFn = (key: string, ...args: Array<string | number>) => Promise<unknown>;
+
+const lockKey = (prefix: string, key: string) => `${prefix}lock:${key}`;
+const releaseChannel = (prefix: string) => `${prefix}lock-released`;
 
 /** True when a redlock failure means "someone else holds it", not "Redis did not answer". */
 async function heldByAnother(error: unknown): Promise<boolean> {
@@ -97,7 +115,7 @@ export class RedisConversationLock implements ConversationLock {
     this.client.on("error", report);
     this.subscriber.on("error", report);
 
-    this.channel = `${options.keyPrefix}lock-released`;
+    this.channel = releaseChannel(options.keyPrefix);
     this.subscriber.subscribe(this.channel).catch(() => {});
     this.subscriber.on("message", (_channel: string, key: string) => {
       for (const wake of this.sleepers.get(key) ?? []) wake();
@@ -113,7 +131,7 @@ export class RedisConversationLock implements ConversationLock {
   }
 
   private lockKey(key: string): string {
-    return `${this.options.keyPrefix}lock:${key}`;
+    return lockKey(this.options.keyPrefix, key);
   }
 
   private queueKey(key: string): string {
@@ -239,9 +257,18 @@ export class RedisConversationLock implements ConversationLock {
         else scheduleExtend(EXTEND_RETRY_MS);
       }
     };
+    let reportedHeld = true;
+    const report = (kind: LeaseEvent["kind"]) => this.options.onLease?.({ kind, key, token: lock.value });
+    const dropReport = () => {
+      if (!reportedHeld) return;
+      reportedHeld = false;
+      report("dropped");
+    };
     armExpiry();
     scheduleExtend(leaseMs / 2);
     this.leases.add(loseIt);
+    report("held");
+    lost.signal.addEventListener("abort", dropReport, { once: true });
 
     return {
       lost: lost.signal,
@@ -255,6 +282,7 @@ export class RedisConversationLock implements ConversationLock {
         await extending?.catch(() => {});
         // If Redis is unreachable the lease simply expires.
         await current.release().catch(() => {});
+        dropReport();
         this.client.publish(this.channel, key).catch(() => {});
       },
     };
@@ -269,5 +297,72 @@ export class RedisConversationLock implements ConversationLock {
     for (const loseIt of this.leases) loseIt();
     this.client.disconnect();
     this.subscriber.disconnect();
+  }
+}
+
+export interface LeaseReaperOptions {
+  readonly url: string;
+  /** REDIS_KEY_PREFIX, as the workers' RedisConversationLock uses it. */
+  readonly keyPrefix: string;
+  /** Connection problems, at most one call per ERROR_REPORT_INTERVAL_MS. */
+  readonly onError?: (error: Error) => void;
+}
+
+/**
+ * The supervisor's side of RedisConversationLock's `onLease`: it keeps the leases each worker
+ * reports and, when a worker dies, deletes those still holding that worker's token and announces
+ * them on the release channel, so its conversations are free at once instead of after the lease
+ * time. A lease that expired and was taken by anyone else since holds another token and is left
+ * alone: only the dead worker's own leases are ever deleted.
+ */
+export class LeaseReaper {
+  private readonly client: Redis;
+  private readonly held = new Map<number, Map<string, string>>();
+  private lastErrorReport = 0;
+
+  constructor(private readonly options: LeaseReaperOptions) {
+    this.client = new Redis(options.url, {
+      connectTimeout: 2_000,
+      retryStrategy: (times) => Math.min(100 * times, 1_000),
+      maxRetriesPerRequest: 1,
+    });
+    this.client.on("error", (error: Error) => {
+      const now = Date.now();
+      if (now - this.lastErrorReport < ERROR_REPORT_INTERVAL_MS) return;
+      this.lastErrorReport = now;
+      options.onError?.(error);
+    });
+  }
+
+  /** A worker's lease report. */
+  record(owner: number, event: LeaseEvent): void {
+    let leases = this.held.get(owner);
+    if (event.kind === "held") {
+      if (!leases) this.held.set(owner, (leases = new Map()));
+      leases.set(event.key, event.token);
+    } else if (leases?.get(event.key) === event.token) {
+      leases.delete(event.key);
+    }
+  }
+
+  /** The worker is gone: release the leases it still held. Resolves with how many were released. */
+  async reap(owner: number): Promise<number> {
+    const leases = this.held.get(owner);
+    this.held.delete(owner);
+    if (!leases?.size) return 0;
+    const { keyPrefix } = this.options;
+    const released = await Promise.all(
+      [...leases].map(async ([key, token]) => {
+        const deleted = await this.client.eval(DELETE_IF_HELD, 1, lockKey(keyPrefix, key), token).catch(() => 0);
+        if (deleted !== 1) return false;
+        await this.client.publish(releaseChannel(keyPrefix), key).catch(() => {});
+        return true;
+      }),
+    );
+    return released.filter(Boolean).length;
+  }
+
+  close(): void {
+    this.client.disconnect();
   }
 }
