@@ -55,7 +55,8 @@ describe("Redis outage", () => {
   };
 
   test("readiness fails, runs and lock-needing requests get 503, and all recover when Redis returns", async () => {
-    assert.ok(await everyWorker(4, ready), "ready with Redis up");
+    // A worker may report listening before its Redis connection is up: readiness says when it is.
+    await eventually(() => everyWorker(4, ready), 10_000, "ready with Redis up", 100);
     const thread = randomUUID();
     const running = invoke(cluster.url, "slow-agent", thread, "sleep 5000");
     await new Promise((r) => setTimeout(r, 500));
