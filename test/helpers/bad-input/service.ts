@@ -2,7 +2,7 @@ import { startService, TEST_TOKEN, type RunningService } from "../service.ts";
 import { runCampaign, type CampaignOptions, type Failure, type Figures } from "./campaign.ts";
 import { FAMILY_OWNERS, FAMILY_WEIGHTS } from "./families.ts";
 
-/** The service a campaign runs against: interrupt agents for resume, a token user, tight limits so 413s are cheap. */
+/** The service a campaign runs against: interrupt agents for resume, a token user, tight limits so 413s and 408s are cheap. */
 export const CAMPAIGN_USER_TOKEN = "alice-token-0123456789";
 export const CAMPAIGN_MAX_BYTES = 2 * 1024 * 1024;
 
@@ -13,12 +13,14 @@ export function startCampaignService(env: Record<string, string> = {}): Promise<
     FEEDBACK_SIGNING_SECRET: "feedback-signing-secret-0123456789abcdef",
     REQUEST_MAX_BYTES: String(CAMPAIGN_MAX_BYTES),
     CONVERSATION_MAX_MESSAGES: "40",
+    // A body that never finishes is answered 408 well inside a campaign's per-request timeout.
+    REQUEST_BODY_TIMEOUT: "3",
     LOG_LEVEL: "warn",
     ...env,
   });
 }
 
-/** Families this branch answers for, and those other branches of issue 11 own. */
+/** Families of the service's own validation, and those of the HTTP layer (framing, encodings, parser). */
 export const OWN_WEIGHTS = FAMILY_WEIGHTS.filter(([family]) => !(family in FAMILY_OWNERS));
 export const ELSEWHERE_WEIGHTS = FAMILY_WEIGHTS.filter(([family]) => family in FAMILY_OWNERS);
 
