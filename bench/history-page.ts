@@ -14,7 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import pg from "pg";
-import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { conversation } from "./conversation.ts";
 import { storageKey } from "../src/auth/storage-key.ts";
 import { appendMessages, readHistoryPage } from "../src/checkpoints/history.ts";
 import { loadConfig } from "../src/config/load.ts";
@@ -30,22 +30,6 @@ const BATCH = 250;
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const backends = (args.backends ?? "filedb,serverdb").split(",");
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-
-function conversation(size: number, from: number): BaseMessage[] {
-  const out: BaseMessage[] = [];
-  for (let i = from; i < from + size; i++) {
-    out.push(
-      i % 2 === 0
-        ? new HumanMessage({ content: `Question ${i}: what is the next step in the plan we discussed?` })
-        : new AIMessage({
-            content: `Answer ${i}: this is a test response from the fake model, long enough to look like a reply.`,
-            usage_metadata: { input_tokens: 40 + (i % 7), output_tokens: 20, total_tokens: 60 + (i % 7) },
-            response_metadata: { finish_reason: "stop", model_name: "fake" },
-          }),
-    );
-  }
-  return out;
-}
 
 async function percentiles(read: () => Promise<unknown>, reads = READS): Promise<{ p50: number; p90: number }> {
   for (let i = 0; i < WARMUP; i++) await read();

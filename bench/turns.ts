@@ -23,7 +23,7 @@ import path from "node:path";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import pg from "pg";
 import { pino } from "pino";
-import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { conversation } from "./conversation.ts";
 import { storageKey } from "../src/auth/storage-key.ts";
 import { appendMessages } from "../src/checkpoints/history.ts";
 import { loadConfig } from "../src/config/load.ts";
@@ -39,22 +39,6 @@ const TOKEN = "bench-token";
 const SIZES = [10, 1_000, 5_000];
 const TURNS = 15;
 const AGENT = "chatbot-agent";
-
-function conversation(size: number, from: number): BaseMessage[] {
-  const out: BaseMessage[] = [];
-  for (let i = from; i < from + size; i++) {
-    out.push(
-      i % 2 === 0
-        ? new HumanMessage({ content: `Question ${i}: what is the next step in the plan we discussed?` })
-        : new AIMessage({
-            content: `Answer ${i}: this is a test response from the fake model, long enough to look like a reply.`,
-            usage_metadata: { input_tokens: 40 + (i % 7), output_tokens: 20, total_tokens: 60 + (i % 7) },
-            response_metadata: { finish_reason: "stop", model_name: "fake" },
-          }),
-    );
-  }
-  return out;
-}
 
 interface Service {
   readonly url: string;
