@@ -3,7 +3,9 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import { storageKey } from "../../src/auth/storage-key.ts";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
-import { parseSse, sleep } from "../helpers/streams.ts";
+import { MemoryConversationLock } from "../../src/admission/locks/memory-lock.ts";
+import { waitFor } from "../helpers/raw-http.ts";
+import { parseSse } from "../helpers/streams.ts";
 
 const SLOW = JSON.stringify(["./test/fixtures/spine-agents.ts:slowAgent"]);
 const slowBody = (thread: string, sleepMs: number) => ({
@@ -41,7 +43,7 @@ describe("admission", () => {
 
   test("excess requests get 503 service_busy with Retry-After: 1 before the body is read", async () => {
     const running = [call(service, "POST", "/slow-agent/invoke", slowBody("a", 1500)), call(service, "POST", "/slow-agent/invoke", slowBody("b", 1500))];
-    await sleep(300);
+    await waitFor(() => service.runtime.admission.activeCount === 2, "both slots taken");
     const refused = await headersOnly(service, "/slow-agent/invoke");
     assert.equal(refused.status, 503);
     assert.equal(refused.retryAfter, "1");
@@ -70,9 +72,9 @@ describe("admission queue", () => {
 
   test("a waiter gets the next free slot; beyond the queue, 503", async () => {
     const first = call(service, "POST", "/slow-agent/invoke", slowBody("q1", 800));
-    await sleep(200);
+    await waitFor(() => service.runtime.admission.activeCount === 1, "the first request in its slot");
     const waiter = call(service, "POST", "/slow-agent/invoke", slowBody("q2", 10));
-    await sleep(100);
+    await waitFor(() => service.runtime.admission.waitingCount === 1, "the second request queued for a slot");
     const overflow = await call(service, "POST", "/slow-agent/invoke", slowBody("q3", 10));
     assert.equal(overflow.status, 503);
     assert.equal((await first).status, 200);
@@ -139,31 +141,34 @@ describe("deadline, conversation lock and disconnects", () => {
     });
     assert.equal(res.status, 200);
     controller.abort();
-    await sleep(150);
-    assert.equal(service.runtime.admission.activeCount, 0);
+    await waitFor(() => service.runtime.admission.activeCount === 0, "the slot freed");
     assert.equal((await call(service, "POST", "/slow-agent/invoke", slowBody("gone", 10))).status, 200);
   });
 });
 
 describe("conversation queue", () => {
   let service: RunningService;
+  // The service's own lock, kept here so the test can see who holds the conversation and who waits.
+  const lock = new MemoryConversationLock({ waitMs: 600, maxWaiters: 1 });
   before(async () => {
-    service = await startService({ AGENT_PATHS: SLOW, THREAD_QUEUE_TIMEOUT: "0.6", THREAD_QUEUE_MAX_WAITERS: "1" });
+    service = await startService({ AGENT_PATHS: SLOW, THREAD_QUEUE_TIMEOUT: "0.6", THREAD_QUEUE_MAX_WAITERS: "1" }, { locks: () => lock });
   });
   after(() => service.close());
 
   test("a waiter gets the conversation when it frees; a full queue or an expired wait gets 409", async () => {
+    const key = storageKey("service", "slow-agent", "q");
     const first = call(service, "POST", "/slow-agent/invoke", slowBody("q", 300));
-    await sleep(80);
+    await waitFor(() => lock.state(key).held, "the first request holding the conversation");
     const waiter = call(service, "POST", "/slow-agent/invoke", slowBody("q", 10));
-    await sleep(80);
+    await waitFor(() => lock.state(key).waiting === 1, "the second request queued for it");
     const full = await call(service, "POST", "/slow-agent/invoke", slowBody("q", 10));
     assert.equal(full.status, 409);
     assert.equal((await first).status, 200);
     assert.equal((await waiter).status, 200);
 
+    await waitFor(() => !lock.state(key).held, "the conversation free again");
     const long = call(service, "POST", "/slow-agent/invoke", slowBody("q", 2000));
-    await sleep(80);
+    await waitFor(() => lock.state(key).held, "the long request holding the conversation");
     const expired = await call(service, "POST", "/slow-agent/invoke", slowBody("q", 10));
     assert.equal(expired.status, 409);
     assert.equal(((await expired.json()) as { error_code: string }).error_code, "conversation_busy");

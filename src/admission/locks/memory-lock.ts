@@ -21,6 +21,11 @@ export class KeyedFifoLock {
     return this.held.has(key);
   }
 
+  /** Requests queued for `key` behind its holder. */
+  waitingFor(key: string): number {
+    return this.held.get(key)?.waiters.length ?? 0;
+  }
+
   async acquire(key: string, signal?: AbortSignal): Promise<"granted" | "busy" | "queue_full" | "wait_expired" | "aborted"> {
     const entry = this.held.get(key);
     if (!entry) {
@@ -86,6 +91,11 @@ export class MemoryConversationLock implements ConversationLock {
         },
       },
     };
+  }
+
+  /** Whether `key` is held and how many wait for it (diagnostics and tests). */
+  state(key: string): { held: boolean; waiting: number } {
+    return { held: this.table.isHeld(key), waiting: this.table.waitingFor(key) };
   }
 
   async ping(): Promise<void> {}
