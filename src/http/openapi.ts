@@ -196,12 +196,20 @@ function withoutAgent(operation: Operation): Operation {
 
 /** The OpenAPI 3 document, generated from the zod schemas that validate requests. */
 export function buildOpenApiDocument(extraPaths: Record<string, Record<string, Operation>> = {}): Record<string, unknown> {
-  const { schemas } = z.toJSONSchema(apiSchemas, {
+  const generated = z.toJSONSchema(apiSchemas, {
     target: "openapi-3.0",
     uri: (id) => `#/components/schemas/${id}`,
     io: "input",
     unrepresentable: "any",
-  }) as { schemas: Record<string, unknown> };
+  }) as { schemas: Record<string, Record<string, unknown>> };
+  // zod names each registered schema with `$id`, which an OpenAPI 3.0 Schema Object does not allow:
+  // the component's key already names it.
+  const schemas = Object.fromEntries(
+    Object.entries(generated.schemas).map(([name, schema]) => {
+      const { $id: _id, ...rest } = schema;
+      return [name, rest];
+    }),
+  );
   const paths: Record<string, Record<string, Operation>> = {
     "/info": {
       get: {

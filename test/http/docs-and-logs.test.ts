@@ -26,6 +26,15 @@ describe("API reference and request logs", () => {
     assert.ok(doc.components.schemas.ChatMessage && doc.components.schemas.StreamEvent && doc.components.schemas.ContentBlock);
   });
 
+  test("the document's schemas carry no $id (not allowed in OpenAPI 3.0) and every $ref resolves", async () => {
+    const doc = (await (await fetch(`${service.url}/openapi.json`)).json()) as { components: { schemas: Record<string, unknown> } };
+    const text = JSON.stringify(doc);
+    assert.equal(text.includes('"$id"'), false);
+    const refs = [...text.matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]!);
+    assert.ok(refs.length > 10);
+    for (const ref of new Set(refs)) assert.ok(doc.components.schemas[ref], `unresolved $ref ${ref}`);
+  });
+
   test("/docs serves the interactive page and its assets without a token", async () => {
     const page = await fetch(`${service.url}/docs`);
     assert.equal(page.status, 200);
