@@ -5,10 +5,11 @@ import {
   uuid6,
   type BaseCheckpointSaver,
   type CheckpointMetadata,
+  type CheckpointPendingWrite,
 } from "@langchain/langgraph-checkpoint";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import { ApiError } from "../errors/api-error.ts";
-import { MessageStoreSaver } from "./message-store.ts";
+import { MessageStoreSaver, messageCountOf } from "./message-store.ts";
 
 /** One page of a conversation's stored messages and how many it holds. */
 export interface StoredPage {
@@ -51,13 +52,21 @@ function tooLong(held: number, adding: number, max: number): ApiError {
   });
 }
 
-/** How many messages the conversation holds; the message store answers without reviving any. */
-export async function conversationLength(agent: RegisteredAgent, storageKey: string): Promise<number> {
-  const saver = saverOf(agent);
-  if (saver instanceof MessageStoreSaver) return saver.count(storageKey);
-  const tuple = await saver.getTuple({ configurable: { thread_id: storageKey, checkpoint_ns: "" } });
-  const messages: unknown = tuple?.checkpoint.channel_values?.messages;
-  return Array.isArray(messages) ? messages.length : 0;
+/** What a run needs to know of its conversation before it starts, from one read of the latest checkpoint. */
+export interface ConversationHead {
+  readonly messageCount: number;
+  /** The latest checkpoint's pending writes: where a paused run's interrupts are. */
+  readonly pendingWrites: readonly CheckpointPendingWrite[];
+}
+
+/**
+ * The conversation's head. It reads the checkpoint the run is about to start from, so a conversation
+ * that cannot be revived is refused here, before any stream header; the message store answers from
+ * its cache, and the graph's own read that follows reuses the same list.
+ */
+export async function conversationHead(agent: RegisteredAgent, storageKey: string): Promise<ConversationHead> {
+  const tuple = await saverOf(agent).getTuple({ configurable: { thread_id: storageKey, checkpoint_ns: "" } });
+  return { messageCount: messageCountOf(tuple?.checkpoint.channel_values?.messages), pendingWrites: tuple?.pendingWrites ?? [] };
 }
 
 /**
@@ -65,9 +74,8 @@ export async function conversationLength(agent: RegisteredAgent, storageKey: str
  * message. A run may add several (tool calls and their results); the cap is checked before it
  * starts, so a conversation can end a run a few messages past it, never start one there.
  */
-export async function ensureRoomForRun(agent: RegisteredAgent, storageKey: string, max: number): Promise<void> {
-  const held = await conversationLength(agent, storageKey);
-  if (held + 1 > max) throw tooLong(held, 1, max);
+export function ensureRoomForRun(head: ConversationHead, max: number): void {
+  if (head.messageCount + 1 > max) throw tooLong(head.messageCount, 1, max);
 }
 
 interface MessagesChannel {

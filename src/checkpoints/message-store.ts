@@ -43,6 +43,12 @@ export function isMessageRefs(value: unknown): value is MessageRefs {
   return typeof value === "object" && value !== null && (value as { agenthost_messages?: unknown }).agenthost_messages === 1 && Array.isArray((value as { ranges?: unknown }).ranges);
 }
 
+/** How many messages a checkpoint's `messages` value holds: key ranges, or a list written inline. */
+export function messageCountOf(value: unknown): number {
+  if (isMessageRefs(value)) return countOf(value);
+  return Array.isArray(value) ? value.length : 0;
+}
+
 /** How many messages the ranges hold. */
 export function countOf(refs: MessageRefs): number {
   let total = 0;
@@ -220,14 +226,6 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
     if (isMessageRefs(value)) return { messages: await this.load(threadId, keysAt(value, offset, limit), true), total: countOf(value) };
     const list = Array.isArray(value) ? value.filter(isBaseMessage) : [];
     return { messages: list.slice(offset, offset + limit), total: list.length };
-  }
-
-  /** How many messages the thread's latest root checkpoint holds, without reviving any. */
-  async count(threadId: string): Promise<number> {
-    const tuple = await this.inner.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } });
-    const value: unknown = tuple?.checkpoint.channel_values?.messages;
-    if (isMessageRefs(value)) return countOf(value);
-    return Array.isArray(value) ? value.length : 0;
   }
 
   private async resolve(tuple: CheckpointTuple): Promise<CheckpointTuple> {

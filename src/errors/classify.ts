@@ -16,7 +16,7 @@ export class RunAborted extends Error {
  * The catalogue's answer to a failure of the checkpoint database (DatabaseUnavailableError from the
  * storage layer, or a driver's error that reached here another way); undefined for anything else.
  */
-export function classifyDatabaseError(error: unknown): ApiError | undefined {
+function classifyDatabaseError(error: unknown): ApiError | undefined {
   return isDatabaseError(error) ? new ApiError("database_unavailable") : undefined;
 }
 
@@ -68,9 +68,5 @@ export function classifyRunError(error: unknown, abortReason?: unknown, choices:
       detail: "The run reached its recursion limit before finishing; raise recursion_limit or simplify the request.",
     });
   }
-  const database = classifyDatabaseError(error);
-  if (database) return database;
-  const provider = classifyProviderError(error);
-  if (provider) return provider;
-  return classifyStorageError(error) ?? new ApiError("run_failed");
+  return classifyStorageError(error) ?? classifyProviderError(error) ?? new ApiError("run_failed");
 }

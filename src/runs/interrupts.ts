@@ -1,5 +1,6 @@
 import { Command } from "@langchain/langgraph";
 import type { RegisteredAgent } from "../agents/agent.ts";
+import type { ConversationHead } from "../checkpoints/history.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Config } from "../config/schema.ts";
 import { ApiError } from "../errors/api-error.ts";
@@ -72,15 +73,12 @@ export function interruptMessage(interrupts: readonly PendingInterrupt[], contex
 const UNFINISHED_CHANNELS = new Set(["__interrupt__", "__resume__", "__error__", "__error_source_node__"]);
 
 /**
- * The interrupts pending in a conversation's latest checkpoint: those of tasks that have not
- * finished since. (LangGraph's getState also lists the interrupt of a task that was resumed and
- * finished in a later run of the same step; it is not pending any more.)
+ * The interrupts pending in a conversation's latest checkpoint, from its pending writes: those of
+ * tasks that have not finished since. (LangGraph's getState also lists the interrupt of a task that
+ * was resumed and finished in a later run of the same step; it is not pending any more.)
  */
-export async function pendingInterrupts(agent: RegisteredAgent, storageKey: string): Promise<PendingInterrupt[]> {
-  const saver = agent.graph.checkpointer;
-  if (typeof saver !== "object") return [];
-  const tuple = await saver.getTuple({ configurable: { thread_id: storageKey, checkpoint_ns: "" } });
-  const writes = tuple?.pendingWrites ?? [];
+export function pendingInterrupts(head: ConversationHead): PendingInterrupt[] {
+  const writes = head.pendingWrites;
   const finished = new Set(writes.filter(([, channel]) => !UNFINISHED_CHANNELS.has(channel)).map(([task]) => task));
   return interruptsOf(writes.filter(([task, channel]) => channel === "__interrupt__" && !finished.has(task)).flatMap(([, , value]) => value));
 }
@@ -95,8 +93,8 @@ export function prepareResume(config: Config, agent: RegisteredAgent, principal:
  * interrupt, or an interrupt_id that is not pending, is a 409; with several pending, the caller must
  * name one.
  */
-export async function aimResume(run: PreparedRun, body: ResumeRequest): Promise<PreparedRun> {
-  const pending = await pendingInterrupts(run.agent, run.storageKey);
+export function aimResume(run: PreparedRun, head: ConversationHead, body: ResumeRequest): PreparedRun {
+  const pending = pendingInterrupts(head);
   if (pending.length === 0) {
     throw new ApiError("no_pending_interrupt", {
       detail: `Conversation "${run.threadId}" has no pending interrupt to resume; start a new run instead.`,
@@ -195,8 +193,8 @@ export function resumeValuesFromInput(pending: readonly PendingInterrupt[], inpu
  * Under the conversation lock, for an ordinary run with CHECK_INTERRUPTS on: when the conversation
  * is paused, the run resumes it with values read from its input instead of starting a new turn.
  */
-export async function resumeFromInput(run: PreparedRun, input: Record<string, unknown>): Promise<PreparedRun> {
-  const pending = await pendingInterrupts(run.agent, run.storageKey);
+export function resumeFromInput(run: PreparedRun, head: ConversationHead, input: Record<string, unknown>): PreparedRun {
+  const pending = pendingInterrupts(head);
   if (pending.length === 0) return run;
   return { ...run, input: new Command({ resume: resumeValuesFromInput(pending, input) }) };
 }

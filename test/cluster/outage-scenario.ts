@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { TcpProxy } from "../helpers/tcp-proxy.ts";
 import { dropSchema, uniqueSchema } from "../helpers/postgres.ts";
-import { invoke, metric, request, scrape, startCluster, type Cluster } from "./cluster-helper.ts";
+import { eventually, invoke, metric, request, scrape, startCluster, type Cluster } from "./cluster-helper.ts";
 
 export type OutageMode = "refused" | "dropped";
 
@@ -114,14 +114,14 @@ async function runOutage(cluster: Cluster, proxy: TcpProxy, mode: OutageMode, ou
   });
 
   const ready = async () => (await request(cluster.url, "GET", "/health/ready")).status;
-  await waitUntil(() => clients.every((c) => c.acknowledged > 0), 30_000, "turns succeed before the outage");
+  await eventually(() => clients.every((c) => c.acknowledged > 0), 30_000, "turns succeed before the outage");
 
   phase = "outage";
   if (mode === "refused") await proxy.stop();
   else proxy.blackhole();
   const cutAt = performance.now();
   // Readiness fails once the workers notice, and stays failed for the rest of the outage.
-  await waitUntil(async () => (await ready()) === 503, 15_000, "readiness fails");
+  await eventually(async () => (await ready()) === 503, 15_000, "readiness fails");
   let readinessFailed = true;
   while (performance.now() - cutAt < outageMs) {
     if ((await ready()) !== 503) readinessFailed = false;
@@ -133,7 +133,7 @@ async function runOutage(cluster: Cluster, proxy: TcpProxy, mode: OutageMode, ou
   else proxy.restore();
   const restoredAt = performance.now();
   let firstSuccessMs = Number.NaN;
-  await waitUntil(
+  await eventually(
     async () => {
       const res = await invoke(cluster.url, "chatbot-agent", randomUUID(), "are you back?");
       if (res.status !== 200) return false;
@@ -144,7 +144,7 @@ async function runOutage(cluster: Cluster, proxy: TcpProxy, mode: OutageMode, ou
     "a run succeeds after the restore",
     50,
   );
-  await waitUntil(() => clients.every((c) => c.acknowledged > 0), 30_000, "turns succeed after the restore");
+  await eventually(() => clients.every((c) => c.acknowledged > 0), 30_000, "turns succeed after the restore");
   running = false;
   await Promise.all(loops);
 
@@ -176,13 +176,4 @@ async function runOutage(cluster: Cluster, proxy: TcpProxy, mode: OutageMode, ou
     acknowledgedTurns: clients.reduce((sum, c) => sum + c.acknowledged, 0),
     rawOutput,
   };
-}
-
-async function waitUntil(check: () => boolean | Promise<boolean>, ms: number, what: string, everyMs = 100): Promise<void> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    if (await Promise.resolve().then(check).catch(() => false)) return;
-    if (performance.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
 }

@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
+import { waitFor } from "../helpers/raw-http.ts";
 import { invoke, startCluster, type Cluster } from "./cluster-helper.ts";
 
 /** Kills per run: a few in `npm test` (each waits for a replacement to start); the reliability suite sets 8. */
@@ -80,14 +81,14 @@ describe("worker killed under load", () => {
       for (let kill = 0; kill < KILLS; kill++) {
         // Requests are flowing through both workers before each kill.
         const answered = load.answered;
-        await waitFor(() => load.answered >= answered + 2 * CLIENTS, "requests flow");
+        await waitFor(() => load.answered >= answered + 2 * CLIENTS, "requests flow", 60_000);
         const listening = cluster.logs.filter((l) => l.msg === "listening").length;
         const [victim] = cluster.workerPids();
         process.kill(victim!, "SIGKILL");
         // Its replacement is up and has served a share before the next kill.
         await cluster.waitForLog(() => cluster.logs.filter((l) => l.msg === "listening").length > listening, 60_000);
         const after = load.answered;
-        await waitFor(() => load.answered >= after + 2 * CLIENTS, "requests flow after the restart");
+        await waitFor(() => load.answered >= after + 2 * CLIENTS, "requests flow after the restart", 60_000);
         hangsPerKill.push(load.hung - hungBefore);
         hungBefore = load.hung;
       }
@@ -101,11 +102,3 @@ describe("worker killed under load", () => {
     assert.equal(cluster.process.exitCode, null, "the primary is still running");
   });
 });
-
-async function waitFor(check: () => boolean, what: string, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

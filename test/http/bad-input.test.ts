@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { formatFigures } from "../helpers/bad-input/campaign.ts";
-import { campaign, describeFailures, ELSEWHERE_WEIGHTS, OWN_WEIGHTS, startCampaignService } from "../helpers/bad-input/service.ts";
+import { campaign, describeFailures, HTTP_LAYER_WEIGHTS, SERVICE_WEIGHTS, startCampaignService } from "../helpers/bad-input/service.ts";
 import type { RunningService } from "../helpers/service.ts";
 
 const SEED = Number(process.env.BAD_INPUT_SEED ?? 20_110);
@@ -19,7 +19,7 @@ describe("bad input", () => {
   after(() => service.close());
 
   test("400 mutated requests: no 5xx, no hang, every error a JSON {detail, error_code}, every conversation intact", async (t) => {
-    const figures = await campaign(service, { seed: SEED, requests: 400, weights: OWN_WEIGHTS });
+    const figures = await campaign(service, { seed: SEED, requests: 400, weights: SERVICE_WEIGHTS });
     for (const line of formatFigures("bad input", figures).split("\n")) t.diagnostic(line);
     assert.equal(figures.sent, 400);
     assert.equal(figures.failures.length, 0, describeFailures(figures.failures));
@@ -42,8 +42,8 @@ describe("bad input at the HTTP layer", () => {
   after(() => service.close());
 
   test("80 requests in their families: the same strict rule", async (t) => {
-    const figures = await campaign(service, { seed: SEED + 1, requests: 80, weights: ELSEWHERE_WEIGHTS, timeoutMs: 5_000 });
-    for (const line of formatFigures("bad input (other branches)", figures).split("\n")) t.diagnostic(line);
+    const figures = await campaign(service, { seed: SEED + 1, requests: 80, weights: HTTP_LAYER_WEIGHTS, timeoutMs: 5_000 });
+    for (const line of formatFigures("bad input (HTTP layer)", figures).split("\n")) t.diagnostic(line);
     assert.equal(figures.failures.length, 0, describeFailures(figures.failures));
   });
 });

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { AIMessage, HumanMessage, isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import { storageKey } from "../../src/auth/storage-key.ts";
-import { appendMessages } from "../../src/checkpoints/history.ts";
+import { appendMessages, conversationHead } from "../../src/checkpoints/history.ts";
 import { isMessageRefs, MessageStoreSaver } from "../../src/checkpoints/message-store.ts";
 import { FORBIDDEN_AGENT_CONFIG_KEYS } from "../../src/http/schemas.ts";
 import { JSON_MAX_BYTES, JSON_MAX_DEPTH } from "../../src/http/json-bounds.ts";
@@ -294,7 +294,7 @@ describe("CONVERSATION_MAX_MESSAGES", () => {
       return value;
     };
     try {
-      assert.equal(await saver.count(storageKey("service", AGENT, "counted")), 2);
+      assert.equal((await conversationHead(service.runtime.registry.get(AGENT)!, storageKey("service", AGENT, "counted"))).messageCount, 2);
       assert.equal(revived, 0);
     } finally {
       saver.serde.loadsTyped = revive;
@@ -324,7 +324,7 @@ describe("CONVERSATION_MAX_MESSAGES on a thread written before the message store
     const latest = await saver.inner.getTuple({ configurable: { thread_id: storageKey("service", AGENT, "legacy-full"), checkpoint_ns: "" } });
     assert.ok(latest && !isMessageRefs(latest.checkpoint.channel_values.messages), "a checkpoint with its list inline");
 
-    assert.equal(await saver.count(storageKey("service", AGENT, "legacy-full")), 5);
+    assert.equal((await conversationHead(agent, storageKey("service", AGENT, "legacy-full"))).messageCount, 5);
     const refused = await send(service, "POST", "/invoke", { thread_id: "legacy-full", input: { message: "x" } });
     assert.equal(refused.status, 413);
     assert.equal(refused.body.error_code, "conversation_too_long");

@@ -6,6 +6,7 @@ import { Redis } from "ioredis";
 import type { LockQueuePolicy } from "../../src/admission/locks/conversation-lock.ts";
 import { LeaseReaper, RedisConversationLock, type LeaseEvent } from "../../src/admission/locks/redis-lock.ts";
 import { RunAborted } from "../../src/errors/classify.ts";
+import { waitFor } from "../helpers/raw-http.ts";
 
 const REDIS_URL = "redis://127.0.0.1:6379";
 const admin = new Redis(REDIS_URL);
@@ -161,7 +162,7 @@ test("LeaseReaper releases a dead owner's reported leases, wakes their waiters, 
     // Owner 1 "dies" (its lease is never released nor extended again); a waiter queues on its key.
     const started = performance.now();
     const waiter = other.acquire("mine");
-    await sleep(100);
+    await waitFor(async () => (await admin.zcard(`${keyPrefix}queue:mine`)) === 1, "the waiter queued on the dead owner's key");
     assert.equal(await reaper.reap(1), 1, "only the lease still holding the dead owner's token");
     const outcome = await waiter;
     assert.ok(outcome.ok, "the waiter got the dead owner's conversation");

@@ -1,8 +1,7 @@
 // The seeded bad-input generator at length: 2,000 requests on each checkpoint backend (memory,
 // SQLite, PostgreSQL), every mutation family, then requests whose bodies never finish. The rule is
-// the one of test/http/bad-input.test.ts. Families other branches of issue 11 own are judged by the
-// same rule and reported as TODO until those branches land. BAD_INPUT_SEED and
-// BAD_INPUT_REQUESTS change the seed and the count per backend.
+// the one of test/http/bad-input.test.ts, for the service's own families and the HTTP layer's alike.
+// BAD_INPUT_SEED and BAD_INPUT_REQUESTS change the seed and the count per backend.
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { formatFigures, type Figures } from "../helpers/bad-input/campaign.ts";
@@ -56,7 +55,7 @@ after(() => {
     title: "Bad-input generator (test/reliability/bad-input.reliability.ts)",
     lines: [
       `total: ${total.sent} requests; 5xx ${total.serverErrors}; hung ${total.hung}; no response ${total.noResponse}; ` +
-        `failures in this branch's families ${total.ownFailures}, in other branches' families ${total.otherFailures}; broken conversations ${total.broken}`,
+        `failures in the service's families ${total.ownFailures}, in the HTTP layer's families ${total.otherFailures}; broken conversations ${total.broken}`,
       `by status: ${list(total.byStatus)}`,
       `errors by code: ${list(total.byCode)}`,
       ...results.flatMap(({ label, figures }) => formatFigures(label, figures).split("\n")),

@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from "express";
 import { describeDatabaseFailure } from "../../checkpoints/database-errors.ts";
 import { ApiError } from "../../errors/api-error.ts";
-import { classifyDatabaseError, classifyStorageError } from "../../errors/classify.ts";
+import { classifyStorageError } from "../../errors/classify.ts";
 import { scopeOf } from "../request-scope.ts";
 
 export const notFound: RequestHandler = () => {
@@ -45,12 +45,11 @@ export function sendError(res: Response, error: ApiError): void {
 /** The one place errors become responses: `{detail, error_code?}`, never a stack. */
 export function errorHandler(): ErrorRequestHandler {
   return (error: unknown, _req, res, _next) => {
-    const database = error instanceof ApiError ? undefined : classifyDatabaseError(error);
     const apiError = error instanceof ApiError ? error : fromLibraries(error) ?? classifyStorageError(error) ?? new ApiError("internal");
     const scope = scopeOf(res);
-    if (database) {
+    if (!(error instanceof ApiError) && apiError.errorCode === "database_unavailable") {
       // An outage is not a bug: no stack, and nothing of the connection string.
-      scope?.logger.warn({ error_code: database.errorCode, db: describeDatabaseFailure(error) }, "database unavailable");
+      scope?.logger.warn({ error_code: apiError.errorCode, db: describeDatabaseFailure(error) }, "database unavailable");
     } else if (apiError.status >= 500 && !(error instanceof ApiError)) {
       scope?.logger.error({ err: error }, "unhandled error");
     }

@@ -14,14 +14,14 @@ async function handleResume(runtime: Runtime, req: Request, res: Response): Prom
   const agent = agentOf(runtime, req, res);
   const body: ResumeRequest = parseBody(resumeRequestSchema, req.body);
   const run = prepareResume(runtime.config, agent, principalOf(res), body);
-  await respondInvoke(runtime, res, run, (prepared) => aimResume(prepared, body));
+  await respondInvoke(runtime, res, run, (prepared, head) => aimResume(prepared, head, body));
 }
 
 async function handleResumeStream(runtime: Runtime, req: Request, res: Response, framing: Framing): Promise<void> {
   const agent = agentOf(runtime, req, res);
   const body = parseBody(resumeStreamRequestSchema, req.body);
   const run = prepareResume(runtime.config, agent, principalOf(res), body);
-  await respondStream(runtime, res, run, framing, body.stream_tokens, (prepared) => aimResume(prepared, body));
+  await respondStream(runtime, res, run, framing, body.stream_tokens, (prepared, head) => aimResume(prepared, head, body));
 }
 
 /** Mounted before the run routes: `/resume/stream` must not read as agent "resume", route `/stream`. */

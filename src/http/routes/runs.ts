@@ -3,7 +3,7 @@ import type { RegisteredAgent } from "../../agents/agent.ts";
 import { ApiError } from "../../errors/api-error.ts";
 import { classifyRunError, RunAborted } from "../../errors/classify.ts";
 import type { LockLease } from "../../admission/locks/conversation-lock.ts";
-import { ensureRoomForRun, forgetUnsavedChanges } from "../../checkpoints/history.ts";
+import { conversationHead, ensureRoomForRun, forgetUnsavedChanges, type ConversationHead } from "../../checkpoints/history.ts";
 import { invokeRun, streamRun } from "../../runs/execute.ts";
 import { resumeFromInput } from "../../runs/interrupts.ts";
 import { prepareRun, type PreparedRun } from "../../runs/prepare.ts";
@@ -67,7 +67,7 @@ function logRunFailure(res: Response, run: PreparedRun, error: ApiError, cause: 
 }
 
 /** Work done under the conversation lock before the run starts (a resume checks what is pending). */
-export type UnderLock = (run: PreparedRun) => Promise<PreparedRun>;
+export type UnderLock = (run: PreparedRun, head: ConversationHead) => PreparedRun;
 
 /**
  * With CHECK_INTERRUPTS on, an ordinary run on a paused conversation answers its interrupts
@@ -76,7 +76,17 @@ export type UnderLock = (run: PreparedRun) => Promise<PreparedRun>;
 function answerPending(runtime: Runtime, body: { input: Record<string, unknown>; thread_id?: string | undefined }): UnderLock | undefined {
   // A conversation the request just created cannot be paused.
   if (!runtime.config.CHECK_INTERRUPTS || body.thread_id === undefined) return undefined;
-  return (run) => resumeFromInput(run, body.input);
+  return (run, head) => resumeFromInput(run, head, body.input);
+}
+
+/**
+ * Under the lock, before the run: one read of the conversation's latest checkpoint answers both the
+ * message cap and, for a resume or a run on a paused conversation, what is pending.
+ */
+async function startUnderLock(runtime: Runtime, run: PreparedRun, underLock: UnderLock | undefined): Promise<PreparedRun> {
+  const head = await conversationHead(run.agent, run.storageKey);
+  ensureRoomForRun(head, runtime.config.CONVERSATION_MAX_MESSAGES);
+  return underLock ? underLock(run, head) : run;
 }
 
 async function handleInvoke(runtime: Runtime, req: Request, res: Response): Promise<void> {
@@ -93,8 +103,7 @@ export async function respondInvoke(runtime: Runtime, res: Response, prepared: P
   const signal = AbortSignal.any([requestSignal, lease.lost]);
   let run = prepared;
   try {
-    await ensureRoomForRun(run.agent, run.storageKey, runtime.config.CONVERSATION_MAX_MESSAGES);
-    if (underLock) run = await underLock(run);
+    run = await startUnderLock(runtime, run, underLock);
     const message = await invokeRun(run, signal);
     // Free the conversation before answering, so the caller's next turn never finds it busy.
     await lease.release();
@@ -192,8 +201,7 @@ export async function respondStream(
   const signal = AbortSignal.any([requestSignal, lease.lost]);
   let run = prepared;
   try {
-    await ensureRoomForRun(run.agent, run.storageKey, runtime.config.CONVERSATION_MAX_MESSAGES);
-    if (underLock) run = await underLock(run);
+    run = await startUnderLock(runtime, run, underLock);
   } catch (error) {
     await lease.release();
     throw error instanceof ApiError ? error : classifyRunError(error, undefined, run);

@@ -1,6 +1,6 @@
 import { validBody } from "./bodies.ts";
 import { render, type Draft } from "./draft.ts";
-import { FAMILY_OWNERS, FAMILY_WEIGHTS, families, type MutationContext } from "./families.ts";
+import { HTTP_LAYER_FAMILIES, FAMILY_WEIGHTS, families, type MutationContext } from "./families.ts";
 import { judge, type Verdict } from "./judge.ts";
 import { methodsByPath, operationsOf, type OpenApiDocument, type Operation } from "./operations.ts";
 import { Random } from "./random.ts";
@@ -235,7 +235,7 @@ export async function runCampaign(options: CampaignOptions): Promise<Figures> {
         figures.failures.push({
           index,
           family,
-          owner: FAMILY_OWNERS[family],
+          owner: HTTP_LAYER_FAMILIES[family],
           reason: verdict.reason,
           note: verdict.note,
           mutation: mutation.slice(0, 160),

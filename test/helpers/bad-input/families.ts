@@ -18,15 +18,15 @@ export interface MutationContext {
 export type Mutation = (draft: Draft, context: MutationContext, random: Random) => string;
 
 /**
- * Which branch of issue 11 owns the behaviour a family probes, when it is not this one. The
- * generator sends these too; their failures are reported under the owner's name.
+ * Families that probe the HTTP layer (framing, encodings, Node's parser) rather than the service's
+ * own validation, labelled by what they probe; their failures are reported under that label.
  */
-export const FAMILY_OWNERS: Readonly<Record<string, string>> = {
-  "content-encoding": "wt-http (Content-Encoding)",
-  "percent-encoding": "wt-http (percent-encoding)",
-  parser: "wt-http (Node parser errors)",
-  conditional: "wt-http (304 on API routes)",
-  "incomplete-body": "wt-http (body-read timeout)",
+export const HTTP_LAYER_FAMILIES: Readonly<Record<string, string>> = {
+  "content-encoding": "HTTP layer (Content-Encoding)",
+  "percent-encoding": "HTTP layer (percent-encoding)",
+  parser: "HTTP layer (Node parser errors)",
+  conditional: "HTTP layer (304 on API routes)",
+  "incomplete-body": "HTTP layer (body-read timeout)",
 };
 
 const WRONG_TYPES: unknown[] = [0, -1, 1.5, true, false, "text", "", [], [1, "a"], {}, { k: "v" }];

@@ -1,6 +1,6 @@
 import { startService, TEST_TOKEN, type RunningService } from "../service.ts";
 import { runCampaign, type CampaignOptions, type Failure, type Figures } from "./campaign.ts";
-import { FAMILY_OWNERS, FAMILY_WEIGHTS } from "./families.ts";
+import { HTTP_LAYER_FAMILIES, FAMILY_WEIGHTS } from "./families.ts";
 
 /** The service a campaign runs against: interrupt agents for resume, a token user, tight limits so 413s and 408s are cheap. */
 export const CAMPAIGN_USER_TOKEN = "alice-token-0123456789";
@@ -21,8 +21,8 @@ export function startCampaignService(env: Record<string, string> = {}): Promise<
 }
 
 /** Families of the service's own validation, and those of the HTTP layer (framing, encodings, parser). */
-export const OWN_WEIGHTS = FAMILY_WEIGHTS.filter(([family]) => !(family in FAMILY_OWNERS));
-export const ELSEWHERE_WEIGHTS = FAMILY_WEIGHTS.filter(([family]) => family in FAMILY_OWNERS);
+export const SERVICE_WEIGHTS = FAMILY_WEIGHTS.filter(([family]) => !(family in HTTP_LAYER_FAMILIES));
+export const HTTP_LAYER_WEIGHTS = FAMILY_WEIGHTS.filter(([family]) => family in HTTP_LAYER_FAMILIES);
 
 export function campaign(service: RunningService, options: Pick<CampaignOptions, "seed" | "requests"> & Partial<CampaignOptions>): Promise<Figures> {
   return runCampaign({
