@@ -9,7 +9,8 @@ import { createMiddleware } from "langchain";
 export const CUSTOM_ROLE = "custom";
 
 export function isCustomMessage(message: BaseMessage): boolean {
-  return ChatMessage.isInstance(message) && message.role === CUSTOM_ROLE;
+  // The role first: it rules out almost every message at the cost of one property read.
+  return (message as { role?: unknown }).role === CUSTOM_ROLE && ChatMessage.isInstance(message);
 }
 
 /** The conversation as a model should see it: every message but `custom` records. */

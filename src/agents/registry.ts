@@ -6,6 +6,7 @@ import type { ModelCatalog } from "../models/catalog.ts";
 import { unwrapGraph, type Agent, type RegisteredAgent } from "./agent.ts";
 import { builtinAgents } from "./builtin/index.ts";
 import { loadAgentFromImportString } from "./loader.ts";
+import { serviceGraph } from "./service-graph.ts";
 
 /** The frozen set of agents a worker serves, and which one answers the unprefixed routes. */
 export interface AgentRegistry {
@@ -74,11 +75,10 @@ export async function buildAgentRegistry(deps: RegistryDependencies): Promise<Ag
         problems.push(`${origin}: agent "${agent.name}" did not produce a compiled graph`);
         continue;
       }
-      graph.checkpointer = deps.checkpointer;
       agents.set(agent.name, Object.freeze({
         name: agent.name,
         description: agent.description,
-        graph,
+        graph: serviceGraph(graph, deps.checkpointer),
         supportsModelSelection: agent.supportsModelSelection ?? false,
       }));
     } catch (error) {

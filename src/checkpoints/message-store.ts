@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import { ChatMessage, isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
@@ -124,14 +125,19 @@ interface LastList {
 class ThreadMessages {
   readonly byKey = new Map<number, BaseMessage>();
   /** Messages the current step wrote (putWrites): stored anew, since they may update stored ones. */
-  written = new WeakSet<BaseMessage>();
+  written = new Set<BaseMessage>();
   /** The next free key, valid while the next put's parent is `after` (no other writer came between). */
   next: { readonly after: string; readonly key: number } | undefined;
   last: LastList | undefined;
 }
 
-/** Keys revived per slice before the event loop gets a turn: a cold read of a huge conversation never blocks it for long. */
-const REVIVE_SLICE = 1_000;
+/** Rows read per query when a conversation is revived. */
+const READ_SLICE = 1_000;
+/**
+ * Reviving one message costs tens of microseconds (LangChain's generic load): after this long the
+ * event loop gets a turn, so a cold read of a huge conversation never blocks the worker for long.
+ */
+const REVIVE_BUDGET_MS = 8;
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 const decoder = new TextDecoder();
@@ -259,12 +265,16 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
     const thread = this.thread(threadId);
     const missing: number[] = [];
     for (const key of keys) if (!thread.byKey.has(key)) missing.push(key);
-    for (let start = 0; start < missing.length; start += REVIVE_SLICE) {
-      if (start > 0) await yieldToEventLoop();
-      const slice = missing.slice(start, start + REVIVE_SLICE);
+    let since = performance.now();
+    for (let start = 0; start < missing.length; start += READ_SLICE) {
+      const slice = missing.slice(start, start + READ_SLICE);
       const texts = await this.rows.read(threadId, slice);
       if (texts.size !== slice.length && !tolerant) throw new MissingMessagesError(threadId, slice.length - texts.size);
       for (const key of slice) {
+        if (performance.now() - since > REVIVE_BUDGET_MS) {
+          await yieldToEventLoop();
+          since = performance.now();
+        }
         const text = texts.get(key);
         if (text === undefined) continue;
         let revived: unknown;
@@ -291,13 +301,13 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
   private async store(threadId: string, parent: string | undefined, checkpointId: string, messages: readonly unknown[]): Promise<MessageRefs | undefined> {
     const thread = this.thread(threadId);
     const { written, last } = thread;
-    thread.written = new WeakSet();
+    thread.written = new Set();
     const keys = new Array<number>(messages.length);
     const fresh: number[] = [];
     for (let i = 0; i < messages.length; i++) {
       const message = messages[i];
       // Most of a new list is the last list, object for object: no lookup needed.
-      if (last && message === last.messages[i] && !written.has(message as BaseMessage)) {
+      if (last && message === last.messages[i]) {
         keys[i] = last.keys[i]!;
         continue;
       }
@@ -305,6 +315,16 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
       const stored = this.storedAs.get(message);
       if (stored?.threadId === threadId && !written.has(message) && thread.byKey.get(stored.key) === message) keys[i] = stored.key;
       else fresh.push(i);
+    }
+    // A message the step's nodes returned is stored anew even where the list kept it in place: it
+    // may be a stored message they updated in place. (Few per step: a scan each, no lookup per message.)
+    if (last) {
+      for (const message of written) {
+        for (let i = messages.indexOf(message); i >= 0; i = messages.indexOf(message, i + 1)) {
+          if (message === last.messages[i]) fresh.push(i);
+        }
+      }
+      fresh.sort((a, b) => a - b);
     }
     let next = thread.next && thread.next.after === parent ? thread.next.key : undefined;
     if (fresh.length) {

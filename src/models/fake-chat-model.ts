@@ -39,19 +39,16 @@ function countWords(text: string): number {
   return words;
 }
 
-/** Each message's count, once: the fake model sees the whole conversation every turn. */
-const tokenCounts = new WeakMap<BaseMessage, number>();
-
-/** A rough count, stable across runs: one token per word of the prompt, plus 3 per message. */
+/**
+ * A rough count, stable across runs: a token per four characters of each message, plus 3 per
+ * message, like LangChain's own fallback estimate. Reading lengths keeps it cheap at any
+ * conversation length (the fake model sees the whole conversation every turn).
+ */
 function countTokens(messages: readonly BaseMessage[]): number {
   let count = 0;
   for (const message of messages) {
-    let tokens = tokenCounts.get(message);
-    if (tokens === undefined) {
-      tokens = countWords(typeof message.content === "string" ? message.content : message.text) + 3;
-      tokenCounts.set(message, tokens);
-    }
-    count += tokens;
+    const text = typeof message.content === "string" ? message.content : message.text;
+    count += Math.ceil(text.length / 4) + 3;
   }
   return count;
 }

@@ -81,8 +81,9 @@ describe("cluster with primary-brokered locks", () => {
     assert.equal(metric(m, "agenthost_http_active_requests"), 0);
     assert.equal(metric(m, "agenthost_runs_total", { agent: "chatbot-agent", outcome: "ok" }), 3);
     assert.equal(metric(m, "agenthost_runs_total", { agent: "slow-agent", outcome: "ok" }), 2);
-    // The fake model counts 4 tokens in ("hello" + 3) and 9 out per answer; the slow agent reports 5 and 3.
-    assert.equal(metric(m, "agenthost_tokens_total", { agent: "chatbot-agent", direction: "in" }), 12);
+    // The fake model counts 5 tokens in ("hello": one per four characters, rounded up, + 3) and 9 out
+    // per answer; the slow agent reports 5 and 3.
+    assert.equal(metric(m, "agenthost_tokens_total", { agent: "chatbot-agent", direction: "in" }), 15);
     assert.equal(metric(m, "agenthost_tokens_total", { agent: "chatbot-agent", direction: "out" }), 27);
     assert.equal(metric(m, "agenthost_tokens_total", { agent: "slow-agent", direction: "in" }), 10);
     assert.equal(metric(m, "agenthost_tokens_total", { agent: "slow-agent", direction: "out" }), 6);

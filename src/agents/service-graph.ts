@@ -1,0 +1,30 @@
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import { BinaryOperatorAggregate, messagesStateReducer } from "@langchain/langgraph";
+import type { CompiledGraph } from "./agent.ts";
+import { incrementalMessagesReducer } from "./incremental-messages.ts";
+
+/** A LangGraph graph (it copies itself), as opposed to an object that only has a graph's surface. */
+function isPregel(graph: CompiledGraph): boolean {
+  return typeof graph.withConfig === "function" && typeof graph.channels === "object" && graph.channels !== null;
+}
+
+/**
+ * The graph the service runs for an agent: a copy of the agent's compiled graph with the service's
+ * checkpointer (the agent's own object is left as it was, so two runtimes in one process never
+ * rebind each other's graph). When its `messages` channel uses LangGraph's messages reducer, the
+ * copy's channel uses the incremental reducer: the same results, at the cost of each step's
+ * messages rather than of the whole conversation.
+ */
+export function serviceGraph(graph: CompiledGraph, checkpointer: BaseCheckpointSaver): CompiledGraph {
+  const copy: CompiledGraph = isPregel(graph) ? (graph.withConfig({}) as CompiledGraph) : Object.create(graph);
+  copy.checkpointer = checkpointer;
+  const messages: unknown = copy.channels?.messages;
+  if (messages instanceof BinaryOperatorAggregate && messages.operator === messagesStateReducer) {
+    const { initialValueFactory } = messages as unknown as { initialValueFactory?: () => unknown };
+    copy.channels = {
+      ...copy.channels,
+      messages: new BinaryOperatorAggregate(incrementalMessagesReducer as typeof messagesStateReducer, initialValueFactory as never),
+    };
+  }
+  return copy;
+}
