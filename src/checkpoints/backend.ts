@@ -3,13 +3,13 @@ import type Database from "better-sqlite3";
 import type pg from "pg";
 import { MemorySaver, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import type { Config } from "../config/schema.ts";
 import type { Logger } from "../observability/logger.ts";
 import { DatabaseUnavailableError, describeDatabaseFailure, isDatabaseFailure, type DatabaseBackend } from "./database-errors.ts";
 import { DatabaseGate, type OpenDatabase } from "./guarded-saver.ts";
 import { MemoryMessageRows, PostgresMessageRows, SqliteMessageRows } from "./message-rows.ts";
 import { MessageStoreSaver } from "./message-store.ts";
+import { BatchedPostgresSaver } from "./pg-saver.ts";
 import { withSetupLock } from "./pg-transaction.ts";
 import { ReadableSerde } from "./readable-serde.ts";
 import { createServerPool } from "./server-pool.ts";
@@ -221,7 +221,7 @@ function serverDatabase(config: Config, logger: Logger): CheckpointDatabase {
   });
   return {
     async connect(serde) {
-      const saver = new PostgresSaver(pool, serde, { schema });
+      const saver = new BatchedPostgresSaver(pool, serde, schema);
       // The saver's migrations run under the lock; they use their own pooled connection.
       await withSetupLock(pool, `agenthost:setup:${schema}`, () => saver.setup());
       const rows = new PostgresMessageRows(pool, schema);
