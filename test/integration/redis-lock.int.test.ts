@@ -5,6 +5,7 @@ import { after, test } from "node:test";
 import { Redis } from "ioredis";
 import type { LockQueuePolicy } from "../../src/admission/locks/conversation-lock.ts";
 import { LeaseReaper } from "../../src/admission/locks/lease-reaper.ts";
+import { lockKey, lockScripts } from "../../src/admission/locks/redis-lock-scripts.ts";
 import { RedisConversationLock, type LeaseEvent } from "../../src/admission/locks/redis-lock.ts";
 import { RunAborted } from "../../src/errors/classify.ts";
 import { waitFor } from "../helpers/raw-http.ts";
@@ -180,4 +181,26 @@ test("LeaseReaper releases a dead owner's reported leases, wakes their waiters, 
   } finally {
     reaper.close();
   }
+});
+
+test("the lease scripts: taken only when free, extended and deleted only with the holder's token", async () => {
+  const keyPrefix = `agenthost-test:${randomUUID()}:`;
+  prefixes.push(keyPrefix);
+  const scripts = lockScripts(admin);
+  const lock = lockKey(keyPrefix, "k");
+  assert.equal(await scripts.take(lock, "mine", 5_000), true);
+  assert.equal(await scripts.take(lock, "theirs", 5_000), false, "held: not taken again");
+  assert.equal(await admin.get(lock), "mine");
+
+  assert.equal(await scripts.extend(lock, "theirs", 60_000), false);
+  assert.ok((await admin.pttl(lock)) <= 5_000, "another token extends nothing");
+  assert.equal(await scripts.extend(lock, "mine", 60_000), true);
+  assert.ok((await admin.pttl(lock)) > 5_000);
+
+  assert.equal(await scripts.drop(lock, "theirs"), false);
+  assert.equal(await admin.get(lock), "mine", "another token deletes nothing");
+  assert.equal(await scripts.drop(lock, "mine"), true);
+  assert.equal(await admin.exists(lock), 0);
+  assert.equal(await scripts.extend(lock, "mine", 60_000), false, "a lease gone is not brought back");
+  assert.equal(await admin.exists(lock), 0);
 });
