@@ -29,7 +29,7 @@ const EXTEND_RETRY_MS = 250;
 const DRIFT_FACTOR = 0.01;
 
 /** The local time before which a lease set or extended at `start` surely still holds in Redis. */
-const validUntil = (start: number, leaseMs: number) => start + leaseMs - (Math.round(DRIFT_FACTOR * leaseMs) + 2);
+const holdsUntil = (start: number, leaseMs: number) => start + leaseMs - (Math.round(DRIFT_FACTOR * leaseMs) + 2);
 
 /** A fresh lease token: what makes a lease this holder's and no one else's. */
 const newToken = () => randomBytes(16).toString("hex");
@@ -61,7 +61,7 @@ export class RedisLease implements LockLease {
       await terms.scripts.drop(lock, token).catch(() => {});
       throw error;
     }
-    return new RedisLease(terms, key, token, validUntil(start, terms.leaseMs), waitedMs);
+    return new RedisLease(terms, key, token, holdsUntil(start, terms.leaseMs), waitedMs);
   }
 
   private constructor(
@@ -129,7 +129,7 @@ export class RedisLease implements LockLease {
     }
     if (this.released) return;
     if (!kept) return this.lose();
-    this.validUntil = validUntil(start, this.terms.leaseMs);
+    this.validUntil = holdsUntil(start, this.terms.leaseMs);
     this.armExpiry();
     this.scheduleExtend(this.terms.leaseMs / 2);
   }
