@@ -2,11 +2,12 @@ import cluster from "node:cluster";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { AdmissionLimiter } from "./admission/limiter.ts";
 import type { ConversationLock } from "./admission/locks/conversation-lock.ts";
+import { decorateLock } from "./admission/locks/lock-decorator.ts";
 import { MemoryConversationLock } from "./admission/locks/memory-lock.ts";
 import { PrimaryConversationLock } from "./admission/locks/primary-lock.ts";
 import { RedisConversationLock, type LeaseEvent } from "./admission/locks/redis-lock.ts";
 import { workerChannel } from "./cluster/protocol.ts";
-import { instrumentLock, instrumentSaver, ServiceMetrics } from "./observability/metrics.ts";
+import { countLockOutcomes, instrumentSaver, ServiceMetrics } from "./observability/metrics.ts";
 import { RunTracker } from "./worker/run-tracker.ts";
 import { buildAgentRegistry, type AgentRegistry } from "./agents/registry.ts";
 import { createAuthenticator, type Authenticator } from "./auth/principal.ts";
@@ -117,8 +118,10 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     cleanup.push(() => observability.close());
     attachTracing(registry, observability);
     const feedback = createFeedbackDelivery(config, observability, logger, { consume: overrides.consumeFeedbackQueue ?? true });
-    const locks = runTracker.track(
-      instrumentLock(overrides.locks?.(config) ?? defaultConversationLock(config, logger), metrics),
+    const locks = decorateLock(
+      overrides.locks?.(config) ?? defaultConversationLock(config, logger),
+      countLockOutcomes(metrics),
+      runTracker.watchLeases,
     );
     return {
       config,

@@ -1,5 +1,5 @@
 import type { LockQueuePolicy } from "../admission/locks/conversation-lock.ts";
-import { KeyedFifoLock } from "../admission/locks/memory-lock.ts";
+import { KeyedFifoLock } from "../admission/locks/keyed-fifo-lock.ts";
 import type { ToPrimary, ToWorker } from "./protocol.ts";
 
 type Reply = (message: ToWorker) => void;
@@ -28,6 +28,11 @@ export class LockBroker {
   /** Locks currently held (for tests and logs). */
   get heldCount(): number {
     return this.table.heldCount;
+  }
+
+  /** Whether `key` is held and how many wait for it, across every worker (diagnostics and tests). */
+  state(key: string): { held: boolean; waiting: number } {
+    return { held: this.table.isHeld(key), waiting: this.table.waitingFor(key) };
   }
 
   attach(ownerId: number, reply: Reply): void {
@@ -72,11 +77,9 @@ export class LockBroker {
   }
 
   private async acquire(ownerId: number, owner: Owner, id: number, key: string): Promise<void> {
-    const started = performance.now();
-    const free = !this.table.isHeld(key);
     const controller = new AbortController();
     owner.waiting.set(id, controller);
-    const outcome = await this.table.acquire(key, controller.signal);
+    const { outcome, waitedMs } = await this.table.acquire(key, controller.signal);
     owner.waiting.delete(id);
     if (outcome === "granted") {
       if (this.owners.get(ownerId) !== owner) {
@@ -86,7 +89,6 @@ export class LockBroker {
       }
       owner.held.set(id, key);
     }
-    const waitedMs = free ? 0 : performance.now() - started;
     this.tryReply(owner, { ah: "lock.result", id, outcome, waitedMs });
   }
 

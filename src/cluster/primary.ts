@@ -6,7 +6,7 @@ import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import { createLogger, logFatalErrors, type Logger } from "../observability/logger.ts";
 import { PrimaryMetrics, renderClusterMetrics, type MetricsJson } from "../observability/metrics.ts";
-import { LeaseReaper } from "../admission/locks/redis-lock.ts";
+import { LeaseReaper } from "../admission/locks/lease-reaper.ts";
 import { LockBroker } from "./lock-broker.ts";
 import { MetricsLedger } from "./metrics-ledger.ts";
 import { startMetricsServer } from "./metrics-server.ts";

@@ -1,3 +1,4 @@
+import type { WaitOutcome } from "../admission/wait-queue.ts";
 import type { MetricsJson } from "../observability/metrics.ts";
 
 /**
@@ -11,13 +12,11 @@ import type { MetricsJson } from "../observability/metrics.ts";
  */
 export const STARTUP_REFUSED = 2;
 
-export type LockResult = "granted" | "busy" | "queue_full" | "wait_expired" | "aborted";
-
 /** Primary → worker. */
 export type ToWorker =
   | { ah: "live?"; seq: number }
   | { ah: "metrics?"; seq: number }
-  | { ah: "lock.result"; id: number; outcome: LockResult; waitedMs: number }
+  | { ah: "lock.result"; id: number; outcome: WaitOutcome; waitedMs: number }
   /** The lock of request `id` is free in the primary's table (the answer to lock.release). */
   | { ah: "lock.released"; id: number }
   | { ah: "pong"; id: number };

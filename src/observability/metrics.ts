@@ -9,7 +9,8 @@ import {
   type MetricValue,
 } from "prom-client";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
-import type { ConversationLock, LockOutcome } from "../admission/locks/conversation-lock.ts";
+import type { LockOutcome } from "../admission/locks/conversation-lock.ts";
+import type { LockDecorator } from "../admission/locks/lock-decorator.ts";
 
 /**
  * Every Prometheus metric agenthost exports, declared once. Labels are bounded: route templates,
@@ -196,13 +197,13 @@ export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
  * Implementations report `waitedMs: 0` exactly when the lock was free, so a wait is any grant
  * with a positive wait.
  */
-export function instrumentLock(lock: ConversationLock, metrics: ServiceMetrics): ConversationLock {
-  return {
-    async acquire(key, signal): Promise<LockOutcome> {
+export function countLockOutcomes(metrics: ServiceMetrics): LockDecorator {
+  return (acquire) =>
+    async (key, signal): Promise<LockOutcome> => {
       const started = performance.now();
       let outcome: LockOutcome;
       try {
-        outcome = await lock.acquire(key, signal);
+        outcome = await acquire(key, signal);
       } catch (error) {
         metrics.lockErrors.inc();
         throw error;
@@ -224,10 +225,7 @@ export function instrumentLock(lock: ConversationLock, metrics: ServiceMetrics):
         }
       }
       return outcome;
-    },
-    ping: () => lock.ping(),
-    close: () => lock.close(),
-  };
+    };
 }
 
 type AnyFn = (...args: never[]) => unknown;

@@ -1,4 +1,4 @@
-import type { ConversationLock } from "../admission/locks/conversation-lock.ts";
+import type { LockDecorator } from "../admission/locks/lock-decorator.ts";
 
 /**
  * Stalled-run detection for liveness. Every run holds a conversation lease from just before it
@@ -24,33 +24,27 @@ export class RunTracker {
     return this.stalledCount() === 0;
   }
 
-  /** The lock, with each lease watched from its run's abort until its release. */
-  track(lock: ConversationLock): ConversationLock {
+  /** Decorates the conversation lock: each lease is watched from its run's abort until its release. */
+  readonly watchLeases: LockDecorator = (acquire) => async (key, signal) => {
+    const outcome = await acquire(key, signal);
+    if (!outcome.ok) return outcome;
+    const { lease } = outcome;
+    const token = {};
+    const run = signal ? AbortSignal.any([signal, lease.lost]) : lease.lost;
+    const onAbort = () => this.aborting.set(token, performance.now());
+    if (run.aborted) onAbort();
+    else run.addEventListener("abort", onAbort, { once: true });
     return {
-      acquire: async (key, signal) => {
-        const outcome = await lock.acquire(key, signal);
-        if (!outcome.ok) return outcome;
-        const { lease } = outcome;
-        const token = {};
-        const run = signal ? AbortSignal.any([signal, lease.lost]) : lease.lost;
-        const onAbort = () => this.aborting.set(token, performance.now());
-        if (run.aborted) onAbort();
-        else run.addEventListener("abort", onAbort, { once: true });
-        return {
-          ok: true,
-          lease: {
-            lost: lease.lost,
-            waitedMs: lease.waitedMs,
-            release: () => {
-              run.removeEventListener("abort", onAbort);
-              this.aborting.delete(token);
-              return lease.release();
-            },
-          },
-        };
+      ok: true,
+      lease: {
+        lost: lease.lost,
+        waitedMs: lease.waitedMs,
+        release: () => {
+          run.removeEventListener("abort", onAbort);
+          this.aborting.delete(token);
+          return lease.release();
+        },
       },
-      ping: () => lock.ping(),
-      close: () => lock.close(),
     };
-  }
+  };
 }

@@ -7,6 +7,7 @@ import type { LockQueuePolicy } from "../../src/admission/locks/conversation-loc
 import { LockBroker } from "../../src/cluster/lock-broker.ts";
 import type { Channel, ToPrimary, ToWorker } from "../../src/cluster/protocol.ts";
 import { RunAborted } from "../../src/errors/classify.ts";
+import { waitFor } from "../helpers/raw-http.ts";
 
 interface FakeWorker {
   readonly lock: PrimaryConversationLock;
@@ -46,8 +47,6 @@ function setup(policy: LockQueuePolicy) {
   return { broker, worker };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 test("one holder per key across workers; busy without a queue; release frees it", async () => {
   const { broker, worker } = setup({ waitMs: 0, maxWaiters: 8 });
   const a = worker();
@@ -57,8 +56,7 @@ test("one holder per key across workers; busy without a queue; release frees it"
   assert.equal(held.lease.waitedMs, 0);
   assert.deepEqual(await b.lock.acquire("k"), { ok: false, reason: "busy" });
   await held.lease.release();
-  await sleep(5);
-  assert.equal(broker.heldCount, 0);
+  assert.equal(broker.heldCount, 0, "a release resolves once the primary has the lock free");
   const next = await b.lock.acquire("k");
   assert.ok(next.ok);
   await next.lease.release();
@@ -66,15 +64,15 @@ test("one holder per key across workers; busy without a queue; release frees it"
 });
 
 test("a waiter on another worker gets its turn; a full queue answers at once, an expired wait after the queue time", async () => {
-  const { worker } = setup({ waitMs: 300, maxWaiters: 1 });
+  const { broker, worker } = setup({ waitMs: 300, maxWaiters: 1 });
   const a = worker();
   const b = worker();
   const held = await a.lock.acquire("k");
   assert.ok(held.ok);
   const waiting = b.lock.acquire("k");
-  await sleep(20);
+  await waitFor(() => broker.state("k").waiting === 1, "b queued at the primary");
   assert.deepEqual(await a.lock.acquire("k"), { ok: false, reason: "queue_full" });
-  setTimeout(() => void held.lease.release(), 50);
+  await held.lease.release();
   const granted = await waiting;
   assert.ok(granted.ok);
   assert.ok(granted.lease.waitedMs > 0);
@@ -92,7 +90,7 @@ test("a dead worker's locks are released at once and its queued requests dropped
   assert.ok((await aQueued).ok);
   const started = performance.now();
   const waiting = b.lock.acquire("k");
-  await sleep(20);
+  await waitFor(() => broker.state("k").waiting === 1, "b queued at the primary");
   a.die();
   assert.ok(held.lease.lost.aborted, "the dead side's leases report themselves lost");
   assert.ok(held.lease.lost.reason instanceof RunAborted);
@@ -112,13 +110,12 @@ test("an aborted wait leaves the queue; a grant that races the abort is handed b
   assert.ok(held.ok);
   const controller = new AbortController();
   const waiting = b.lock.acquire("k", controller.signal);
-  await sleep(20);
+  await waitFor(() => broker.state("k").waiting === 1, "b queued at the primary");
   // Release and abort in the same tick: the broker may grant before it hears of the cancel.
   void held.lease.release();
   controller.abort();
   assert.deepEqual(await waiting, { ok: false, reason: "aborted" });
-  await sleep(20);
-  assert.equal(broker.heldCount, 0, "nothing left held");
+  await waitFor(() => broker.heldCount === 0, "the raced grant handed back");
   const again = await a.lock.acquire("k");
   assert.ok(again.ok);
   await again.lease.release();

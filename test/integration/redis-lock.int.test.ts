@@ -4,7 +4,9 @@ import { randomUUID } from "node:crypto";
 import { after, test } from "node:test";
 import { Redis } from "ioredis";
 import type { LockQueuePolicy } from "../../src/admission/locks/conversation-lock.ts";
-import { LeaseReaper, RedisConversationLock, type LeaseEvent } from "../../src/admission/locks/redis-lock.ts";
+import { LeaseReaper } from "../../src/admission/locks/lease-reaper.ts";
+import { lockKey, lockScripts } from "../../src/admission/locks/redis-lock-scripts.ts";
+import { RedisConversationLock, type LeaseEvent } from "../../src/admission/locks/redis-lock.ts";
 import { RunAborted } from "../../src/errors/classify.ts";
 import { waitFor } from "../helpers/raw-http.ts";
 
@@ -50,7 +52,8 @@ test("one holder per key across instances; busy at once without a queue; other k
 });
 
 test("waiters get the lock in arrival order when it frees; the queue is bounded", async () => {
-  const [a, b] = hosts({ waitMs: 5_000, maxWaiters: 2 });
+  const [a, b, prefix] = hosts({ waitMs: 5_000, maxWaiters: 2 });
+  const queued = async () => admin.zcard(`${prefix}queue:k`);
   const holder = await a.acquire("k");
   assert.ok(holder.ok);
   const order: string[] = [];
@@ -59,32 +62,36 @@ test("waiters get the lock in arrival order when it frees; the queue is bounded"
       assert.ok(outcome.ok, name);
       assert.ok(outcome.lease.waitedMs > 0);
       order.push(name);
-      await sleep(50);
       await outcome.lease.release();
     });
   const first = waiter(b, "first");
-  await sleep(100);
+  await waitFor(async () => (await queued()) === 1, "the first waiter queued");
   const second = waiter(a, "second");
-  await sleep(100);
+  await waitFor(async () => (await queued()) === 2, "the second waiter queued");
   assert.deepEqual(await b.acquire("k"), { ok: false, reason: "queue_full" });
   const released = performance.now();
   await holder.lease.release();
   await Promise.all([first, second]);
   assert.deepEqual(order, ["first", "second"]);
+  await waitFor(async () => (await queued()) === 0, "both waiters out of the queue");
   // The release message wakes the first waiter well before its next poll would matter.
   assert.ok(performance.now() - released < 2_000);
 });
 
 test("a wait longer than the queue time ends in wait_expired; an aborted wait ends in aborted", async () => {
-  const [a, b] = hosts({ waitMs: 400, maxWaiters: 4 });
+  const [a, b, prefix] = hosts({ waitMs: 400, maxWaiters: 4 });
   const holder = await a.acquire("k");
   assert.ok(holder.ok);
   const started = performance.now();
   assert.deepEqual(await b.acquire("k"), { ok: false, reason: "wait_expired" });
   assert.ok(performance.now() - started >= 350);
+  await waitFor(async () => (await admin.zcard(`${prefix}queue:k`)) === 0, "the expired waiter out of the queue");
   const controller = new AbortController();
-  setTimeout(() => controller.abort(), 100);
-  assert.deepEqual(await b.acquire("k", controller.signal), { ok: false, reason: "aborted" });
+  const waiting = b.acquire("k", controller.signal);
+  await waitFor(async () => (await admin.zcard(`${prefix}queue:k`)) === 1, "the waiter queued");
+  controller.abort();
+  assert.deepEqual(await waiting, { ok: false, reason: "aborted" });
+  await waitFor(async () => (await admin.zcard(`${prefix}queue:k`)) === 0, "the aborted waiter out of the queue");
   await holder.lease.release();
 });
 
@@ -174,4 +181,26 @@ test("LeaseReaper releases a dead owner's reported leases, wakes their waiters, 
   } finally {
     reaper.close();
   }
+});
+
+test("the lease scripts: taken only when free, extended and deleted only with the holder's token", async () => {
+  const keyPrefix = `agenthost-test:${randomUUID()}:`;
+  prefixes.push(keyPrefix);
+  const scripts = lockScripts(admin);
+  const lock = lockKey(keyPrefix, "k");
+  assert.equal(await scripts.take(lock, "mine", 5_000), true);
+  assert.equal(await scripts.take(lock, "theirs", 5_000), false, "held: not taken again");
+  assert.equal(await admin.get(lock), "mine");
+
+  assert.equal(await scripts.extend(lock, "theirs", 60_000), false);
+  assert.ok((await admin.pttl(lock)) <= 5_000, "another token extends nothing");
+  assert.equal(await scripts.extend(lock, "mine", 60_000), true);
+  assert.ok((await admin.pttl(lock)) > 5_000);
+
+  assert.equal(await scripts.drop(lock, "theirs"), false);
+  assert.equal(await admin.get(lock), "mine", "another token deletes nothing");
+  assert.equal(await scripts.drop(lock, "mine"), true);
+  assert.equal(await admin.exists(lock), 0);
+  assert.equal(await scripts.extend(lock, "mine", 60_000), false, "a lease gone is not brought back");
+  assert.equal(await admin.exists(lock), 0);
 });

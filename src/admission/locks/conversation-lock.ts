@@ -1,3 +1,5 @@
+import type { QueueBounds, WaitOutcome } from "../wait-queue.ts";
+
 /**
  * The per-conversation lock: one request at a time per storage key, across whatever scope the
  * implementation covers (one worker, one host's workers through the primary, or every host through
@@ -13,7 +15,7 @@ export interface LockLease {
 
 export type LockOutcome =
   | { readonly ok: true; readonly lease: LockLease }
-  | { readonly ok: false; readonly reason: "busy" | "queue_full" | "wait_expired" | "aborted" };
+  | { readonly ok: false; readonly reason: Exclude<WaitOutcome, "granted"> };
 
 export interface ConversationLock {
   /** Try to take the lock for `key`, waiting at most the configured queue time. */
@@ -23,9 +25,5 @@ export interface ConversationLock {
   close(): Promise<void>;
 }
 
-export interface LockQueuePolicy {
-  /** How long a request may wait for a busy conversation; 0 refuses at once. */
-  readonly waitMs: number;
-  /** How many requests may wait on one conversation at once. */
-  readonly maxWaiters: number;
-}
+/** THREAD_QUEUE_TIMEOUT (as `waitMs`; 0 refuses a busy conversation at once) and THREAD_QUEUE_MAX_WAITERS. */
+export type LockQueuePolicy = QueueBounds;

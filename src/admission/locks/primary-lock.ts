@@ -1,5 +1,6 @@
-import type { Channel, LockResult, ToPrimary, ToWorker } from "../../cluster/protocol.ts";
+import type { Channel, ToPrimary, ToWorker } from "../../cluster/protocol.ts";
 import { RunAborted } from "../../errors/classify.ts";
+import type { WaitOutcome } from "../wait-queue.ts";
 import type { ConversationLock, LockOutcome, LockQueuePolicy } from "./conversation-lock.ts";
 
 /** How long past the queue wait a worker waits for the primary before calling the lock unavailable. */
@@ -7,7 +8,7 @@ const BROKER_GRACE_MS = 5_000;
 const PING_TIMEOUT_MS = 2_000;
 
 interface Pending {
-  resolve(result: { outcome: LockResult; waitedMs: number }): void;
+  resolve(result: { outcome: WaitOutcome; waitedMs: number }): void;
   reject(error: Error): void;
 }
 
@@ -74,7 +75,7 @@ export class PrimaryConversationLock implements ConversationLock {
     if (this.closed) throw new Error("the primary is gone");
     if (signal?.aborted) return { ok: false, reason: "aborted" };
     const id = this.nextId++;
-    const result = await new Promise<{ outcome: LockResult; waitedMs: number } | "aborted">((resolve, reject) => {
+    const result = await new Promise<{ outcome: WaitOutcome; waitedMs: number } | "aborted">((resolve, reject) => {
       const giveUp = () => {
         this.pending.delete(id);
         this.abandoned.add(id);
