@@ -8,7 +8,6 @@ import {
   type MetricObjectWithValues,
   type MetricValue,
 } from "prom-client";
-import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import type { ConversationLock, LockOutcome } from "../admission/locks/conversation-lock.ts";
 
 /**
@@ -228,34 +227,4 @@ export function instrumentLock(lock: ConversationLock, metrics: ServiceMetrics):
     ping: () => lock.ping(),
     close: () => lock.close(),
   };
-}
-
-type AnyFn = (...args: never[]) => unknown;
-
-/** Time the saver's operations in place (getTuple, list, put, putWrites, deleteThread). */
-export function instrumentSaver(saver: BaseCheckpointSaver, backend: string, metrics: ServiceMetrics): void {
-  const target = saver as unknown as Record<string, AnyFn>;
-  for (const operation of ["getTuple", "put", "putWrites", "deleteThread"]) {
-    const original = target[operation];
-    if (typeof original !== "function") continue;
-    target[operation] = async function timed(this: unknown, ...args: never[]) {
-      const end = metrics.checkpointDuration.startTimer({ backend, operation });
-      try {
-        return await original.apply(saver, args);
-      } finally {
-        end();
-      }
-    } as AnyFn;
-  }
-  const list = target.list;
-  if (typeof list === "function") {
-    target.list = async function* timedList(...args: never[]) {
-      const end = metrics.checkpointDuration.startTimer({ backend, operation: "list" });
-      try {
-        yield* list.apply(saver, args) as AsyncIterable<unknown>;
-      } finally {
-        end();
-      }
-    } as AnyFn;
-  }
 }
