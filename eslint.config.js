@@ -1,17 +1,61 @@
+import { defineConfig } from "eslint/config";
 import js from "@eslint/js";
 import globals from "globals";
 import tseslint from "typescript-eslint";
 
-export default tseslint.config(
+/** Reading the environment is configuration's job: everything else gets its values from Config. */
+const environmentReads = [
+  { object: "process", property: "env", message: "Only src/config/ reads the environment; take the value from Config." },
+];
+
+export default defineConfig(
   { ignores: ["node_modules/", "test/artifacts/", "data/", ".scratch/"] },
   js.configs.recommended,
-  ...tseslint.configs.recommended,
-  { languageOptions: { globals: { ...globals.node } } },
+  tseslint.configs.recommended,
+  {
+    languageOptions: {
+      globals: { ...globals.node },
+      parserOptions: {
+        projectService: { allowDefaultProject: ["eslint.config.js", "scripts/*.mjs", "src/ui/public/*.js"] },
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+  },
   {
     rules: {
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "@typescript-eslint/consistent-type-imports": "error",
+      // node:test's test() and describe() return promises the runner itself awaits.
+      "@typescript-eslint/no-floating-promises": [
+        "error",
+        { allowForKnownSafeCalls: [{ from: "package", package: "node:test", name: ["test", "describe", "it", "suite"] }] },
+      ],
+      "@typescript-eslint/no-misused-promises": "error",
+      // A switch over a union lists every member, unless a default branch says what the rest do.
+      "@typescript-eslint/switch-exhaustiveness-check": ["error", { considerDefaultExhaustiveForUnions: true }],
       "no-console": "error",
+    },
+  },
+  {
+    // The client's default token is its own (src/client/environment.ts): it runs without the service.
+    files: ["src/**"],
+    ignores: ["src/config/**", "src/client/environment.ts"],
+    rules: {
+      "no-restricted-properties": ["error", ...environmentReads],
+      "no-restricted-imports": [
+        "error",
+        ...["process", "node:process"].map((name) => ({ name, importNames: ["env"], message: environmentReads[0].message })),
+      ],
+    },
+  },
+  {
+    // The client is published on its own (package.json "exports"): it must not pull in the service.
+    files: ["src/client/**"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: "^(?!\\./)", message: "src/client/ imports nothing outside its folder." }] },
+      ],
     },
   },
   {

@@ -22,7 +22,8 @@ rmSync(figuresDir, { recursive: true, force: true });
 const result = spawnSync(
   process.execPath,
   ["--import", "tsx", "--test", "--test-concurrency=1", "--test-timeout=1800000", ...files],
-  { stdio: "inherit" },
+  // The service refuses to start without the LangChain setting bin/agenthost exports (src/config/langchain-environment.ts).
+  { stdio: "inherit", env: { ...process.env, LANGCHAIN_CALLBACKS_BACKGROUND: "false" } },
 );
 
 console.log("\n== reliability figures ==");

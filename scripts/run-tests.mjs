@@ -23,6 +23,7 @@ const concurrency = process.env.TEST_CONCURRENCY ?? "2";
 const result = spawnSync(
   process.execPath,
   ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=120000", ...files],
-  { stdio: "inherit" },
+  // The service refuses to start without the LangChain setting bin/agenthost exports (src/config/langchain-environment.ts).
+  { stdio: "inherit", env: { ...process.env, LANGCHAIN_CALLBACKS_BACKGROUND: "false" } },
 );
 process.exit(result.status ?? 1);

@@ -1,5 +1,4 @@
 import cluster from "node:cluster";
-import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { AdmissionLimiter } from "./admission/limiter.ts";
 import type { ConversationLock } from "./admission/locks/conversation-lock.ts";
 import { decorateLock } from "./admission/locks/lock-decorator.ts";
@@ -7,39 +6,34 @@ import { MemoryConversationLock } from "./admission/locks/memory-lock.ts";
 import { PrimaryConversationLock } from "./admission/locks/primary-lock.ts";
 import { RedisConversationLock, type LeaseEvent } from "./admission/locks/redis-lock.ts";
 import { workerChannel } from "./cluster/protocol.ts";
-import { countLockOutcomes, instrumentSaver, ServiceMetrics } from "./observability/metrics.ts";
+import { countLockOutcomes, ServiceMetrics } from "./observability/metrics.ts";
 import { RunTracker } from "./worker/run-tracker.ts";
 import { buildAgentRegistry, type AgentRegistry } from "./agents/registry.ts";
 import { createAuthenticator, type Authenticator } from "./auth/principal.ts";
 import { openCheckpointBackend, type CheckpointBackend } from "./checkpoints/backend.ts";
+import { TimedSaver } from "./checkpoints/timed-saver.ts";
 import { createFeedbackDelivery, type FeedbackDelivery } from "./feedback/delivery.ts";
 import { createObservabilityBackend, type ObservabilityBackend } from "./observability/backends/index.ts";
-import { attachTracing } from "./observability/backends/instrument.ts";
 import type { Config } from "./config/schema.ts";
-import { applyLangChainSettings } from "./agents/langchain-settings.ts";
+import { langChainEnvironmentProblems } from "./config/langchain-environment.ts";
+import { ConfigError } from "./config/load.ts";
 import { loadMcpToolset, McpToolsError, type McpToolset } from "./agents/mcp-tools.ts";
 import { createModelCatalog, type ModelCatalog } from "./models/catalog.ts";
-import { createProviderHttpPool, type ProviderHttpPool } from "./models/http-pool.ts";
+import { createProviderHttpPool } from "./models/http-pool.ts";
 import { createLogger, type Logger } from "./observability/logger.ts";
 
-/** Everything a worker serves with, built once from the configuration (the composition root). */
+/** What the HTTP layer serves with: the middleware and routes see this and nothing more. */
 export interface Runtime {
   readonly config: Config;
   readonly logger: Logger;
   readonly authenticate: Authenticator;
   readonly admission: AdmissionLimiter;
   readonly locks: ConversationLock;
-  readonly checkpoints: CheckpointBackend;
+  /** Readiness asks whether the database answers and has a free connection. */
+  readonly checkpoints: Pick<CheckpointBackend, "ping" | "saturated">;
   readonly registry: AgentRegistry;
-  readonly model: BaseChatModel;
   /** Every chat model of the worker; resolves request-time model selection. */
   readonly models: ModelCatalog;
-  /** The provider HTTP pool (LLM_HTTP_*), closed with the runtime. */
-  readonly providerPool: ProviderHttpPool;
-  /** Remote tools per agent (MCP_AGENT_SERVERS). */
-  readonly mcp: McpToolset;
-  /** Tracing and feedback target (OBSERVABILITY_BACKEND). */
-  readonly observability: ObservabilityBackend;
   /** How feedback reaches the backend: inline, through the BullMQ queue, or nowhere. */
   readonly feedback: FeedbackDelivery;
   readonly metrics: ServiceMetrics;
@@ -47,6 +41,15 @@ export interface Runtime {
   readonly runTracker: RunTracker;
   /** Set when the worker stops accepting requests (shutdown). */
   readonly lifecycle: { draining: boolean };
+}
+
+/** Everything a worker holds, built once from the configuration (the composition root), and how to close it. */
+export interface WorkerRuntime extends Runtime {
+  readonly checkpoints: CheckpointBackend;
+  /** Remote tools per agent (MCP_AGENT_SERVERS). */
+  readonly mcp: McpToolset;
+  /** Tracing and feedback target (OBSERVABILITY_BACKEND). */
+  readonly observability: ObservabilityBackend;
   close(): Promise<void>;
 }
 
@@ -85,8 +88,9 @@ export function defaultConversationLock(config: Config, logger: Logger): Convers
   return new MemoryConversationLock(policy);
 }
 
-export async function buildRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
-  applyLangChainSettings();
+export async function buildRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<WorkerRuntime> {
+  const environment = langChainEnvironmentProblems();
+  if (environment.length) throw new ConfigError(environment);
   const logger = overrides.logger ?? createLogger(config);
   const metrics = overrides.metrics ?? new ServiceMetrics();
   const runTracker = new RunTracker(config.WORKER_STALL_TIMEOUT * 1000);
@@ -102,21 +106,20 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     cleanup.push(() => mcp.close());
     const checkpoints = await openCheckpointBackend(config, { logger });
     cleanup.push(() => checkpoints.close());
-    instrumentSaver(checkpoints.saver, checkpoints.kind, metrics);
+    const observability = createObservabilityBackend(config);
+    cleanup.push(() => observability.close());
     const registry = await buildAgentRegistry({
       config,
       model: models.default,
       models,
-      checkpointer: checkpoints.saver,
+      checkpointer: new TimedSaver(checkpoints.saver, checkpoints.kind, metrics.checkpointDuration),
       toolsFor: mcp.toolsFor,
+      callbacks: observability.callbacks,
     });
     const strangers = mcp.unknownAgents(registry.agents.keys());
     if (strangers.length) {
       throw new McpToolsError(strangers.map((agent) => `MCP_AGENT_SERVERS names "${agent}", which is not a registered agent`));
     }
-    const observability = createObservabilityBackend(config);
-    cleanup.push(() => observability.close());
-    attachTracing(registry, observability);
     const feedback = createFeedbackDelivery(config, observability, logger, { consume: overrides.consumeFeedbackQueue ?? true });
     const locks = decorateLock(
       overrides.locks?.(config) ?? defaultConversationLock(config, logger),
@@ -135,9 +138,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       locks,
       checkpoints,
       registry,
-      model: models.default,
       models,
-      providerPool,
       mcp,
       observability,
       feedback,

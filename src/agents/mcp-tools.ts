@@ -1,5 +1,5 @@
 import { ToolMessage } from "@langchain/core/messages";
-import type { DynamicStructuredTool, StructuredToolInterface } from "@langchain/core/tools";
+import { DynamicStructuredTool, type StructuredToolInterface } from "@langchain/core/tools";
 import { isGraphInterrupt } from "@langchain/langgraph";
 import { MultiServerMCPClient, type Connection } from "@langchain/mcp-adapters";
 import type { Config, McpServerConfig } from "../config/schema.ts";
@@ -47,14 +47,14 @@ function reason(error: unknown): string {
 }
 
 /**
- * A remote failure becomes the tool's answer (status `error`), so the model can react to it; the
- * agent's ToolNode would otherwise fail the whole run. Aborts and interrupts still propagate.
+ * The remote tool, answering a remote failure as the tool's answer (status `error`) so the model
+ * can react to it; the agent's ToolNode would otherwise fail the whole run. Aborts and interrupts
+ * still propagate. The adapter's tool is left as it was: this is a new tool that calls it.
  */
 function failuresAsToolErrors(tool: DynamicStructuredTool): DynamicStructuredTool {
-  const call = tool.func;
-  tool.func = (async (input, runManager, config) => {
+  const func: typeof tool.func = async (input, runManager, config) => {
     try {
-      return await call(input, runManager, config);
+      return await tool.func(input, runManager, config);
     } catch (error) {
       if (isGraphInterrupt(error) || config?.signal?.aborted) throw error;
       const content = `Error: ${reason(error)}`;
@@ -62,8 +62,20 @@ function failuresAsToolErrors(tool: DynamicStructuredTool): DynamicStructuredToo
       const answer = id ? new ToolMessage({ content, tool_call_id: id, name: tool.name, status: "error" }) : content;
       return [answer, []];
     }
-  }) as typeof tool.func;
-  return tool;
+  };
+  return new DynamicStructuredTool({
+    name: tool.name,
+    description: tool.description,
+    schema: tool.schema,
+    func,
+    returnDirect: tool.returnDirect,
+    responseFormat: tool.responseFormat,
+    verboseParsingErrors: tool.verboseParsingErrors,
+    defaultConfig: tool.defaultConfig,
+    metadata: tool.metadata,
+    extras: tool.extras,
+    tags: tool.tags,
+  });
 }
 
 export async function loadMcpToolset(config: Pick<Config, "MCP_SERVERS" | "MCP_AGENT_SERVERS">): Promise<McpToolset> {

@@ -1,3 +1,4 @@
+import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
@@ -29,14 +30,20 @@ export interface RegistryDependencies {
   readonly checkpointer: BaseCheckpointSaver;
   /** Remote tools per agent name (from MCP_AGENT_SERVERS). */
   readonly toolsFor?: (agentName: string) => readonly StructuredToolInterface[];
+  /**
+   * Handlers every run of every agent gets (the observability backend's), after the agent's own.
+   * Per-run identity (run id, user, public thread id) reaches them through the run's config:
+   * `runId` and `metadata` set in prepareRun.
+   */
+  readonly callbacks?: readonly BaseCallbackHandler[];
 }
 
 const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const RESERVED_NAMES = new Set(["info", "health", "docs", "openapi.json", "invoke", "stream", "history", "feedback", "resume", "metrics"]);
 
 /**
- * Load built-in and AGENT_PATHS agents, build each graph once with the service's checkpointer,
- * validate the whole set and freeze it. Any problem stops startup; nothing is skipped.
+ * Load built-in and AGENT_PATHS agents, build each graph once with the service's checkpointer
+ * and callback handlers, validate the whole set and freeze it. Any problem stops startup; nothing is skipped.
  */
 export async function buildAgentRegistry(deps: RegistryDependencies): Promise<AgentRegistry> {
   const { config } = deps;
@@ -78,7 +85,7 @@ export async function buildAgentRegistry(deps: RegistryDependencies): Promise<Ag
       agents.set(agent.name, Object.freeze({
         name: agent.name,
         description: agent.description,
-        graph: serviceGraph(graph, deps.checkpointer),
+        graph: serviceGraph(graph, deps.checkpointer, deps.callbacks),
         supportsModelSelection: agent.supportsModelSelection ?? false,
       }));
     } catch (error) {

@@ -1,3 +1,4 @@
+import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { BinaryOperatorAggregate, messagesStateReducer } from "@langchain/langgraph";
 import type { CompiledGraph } from "./agent.ts";
@@ -10,13 +11,29 @@ function isPregel(graph: CompiledGraph): boolean {
 
 /**
  * The graph the service runs for an agent: a copy of the agent's compiled graph with the service's
- * checkpointer (the agent's own object is left as it was, so two runtimes in one process never
- * rebind each other's graph). When its `messages` channel uses LangGraph's messages reducer, the
- * copy's channel uses the incremental reducer: the same results, at the cost of each step's
- * messages rather than of the whole conversation.
+ * checkpointer and, after the agent's own callback handlers, the service's (tracing). The agent's
+ * own object is left as it was, so two runtimes in one process never rebind each other's graph.
+ * When its `messages` channel uses LangGraph's messages reducer, the copy's channel uses the
+ * incremental reducer: the same results, at the cost of each step's messages rather than of the
+ * whole conversation.
  */
-export function serviceGraph(graph: CompiledGraph, checkpointer: BaseCheckpointSaver): CompiledGraph {
-  const copy: CompiledGraph = isPregel(graph) ? (graph.withConfig({}) as CompiledGraph) : Object.create(graph);
+export function serviceGraph(
+  graph: CompiledGraph,
+  checkpointer: BaseCheckpointSaver,
+  callbacks: readonly BaseCallbackHandler[] = [],
+): CompiledGraph {
+  const own = graph.config?.callbacks;
+  if (callbacks.length > 0 && own !== undefined && !Array.isArray(own)) {
+    throw new Error("the graph configures a callback manager; tracing needs a handler list");
+  }
+  const added = callbacks.length > 0 ? { callbacks: [...callbacks] } : {};
+  let copy: CompiledGraph;
+  if (isPregel(graph)) {
+    copy = graph.withConfig(added) as CompiledGraph;
+  } else {
+    copy = Object.create(graph) as CompiledGraph;
+    if (callbacks.length > 0) copy.config = { ...graph.config, callbacks: [...(Array.isArray(own) ? own : []), ...callbacks] };
+  }
   copy.checkpointer = checkpointer;
   const messages: unknown = copy.channels?.messages;
   if (messages instanceof BinaryOperatorAggregate && messages.operator === messagesStateReducer) {

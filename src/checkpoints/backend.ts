@@ -3,7 +3,7 @@ import type Database from "better-sqlite3";
 import type pg from "pg";
 import { MemorySaver, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-import type { Config } from "../config/schema.ts";
+import type { Config, ServerdbConfig } from "../config/schema.ts";
 import type { Logger } from "../observability/logger.ts";
 import { DatabaseUnavailableError, describeDatabaseFailure, isDatabaseFailure, type DatabaseBackend } from "./database-errors.ts";
 import { DatabaseGate, type OpenDatabase } from "./guarded-saver.ts";
@@ -94,7 +94,7 @@ export async function openCheckpointBackend(config: Config, hooks: BackendHooks)
   }
   const kind: DatabaseBackend = config.MEMORY_BACKEND;
   const logger = hooks.logger.child({ backend: kind });
-  const database = kind === "filedb" ? fileDatabase(config) : serverDatabase(config, logger);
+  const database = config.MEMORY_BACKEND === "filedb" ? fileDatabase(config) : serverDatabase(config, logger);
   const gate = new DatabaseGate(kind, new ReadableSerde());
   const setup = new SetupLoop(database, gate, logger);
   try {
@@ -206,11 +206,11 @@ function fileDatabase(config: Config): CheckpointDatabase {
 }
 
 /** PostgreSQL (DATABASE_URL, SERVERDB_SCHEMA): one bounded pool per worker. */
-function serverDatabase(config: Config, logger: Logger): CheckpointDatabase {
+function serverDatabase(config: ServerdbConfig, logger: Logger): CheckpointDatabase {
   const schema = config.SERVERDB_SCHEMA;
   const shouldLog = throttle(LOG_INTERVAL_MS);
   const pool: pg.Pool = createServerPool({
-    connectionString: config.DATABASE_URL!,
+    connectionString: config.DATABASE_URL,
     max: SERVERDB_POOL_SIZE,
     connectTimeoutMs: Math.round(config.SERVERDB_CONNECT_TIMEOUT * 1000),
     queryTimeoutMs: Math.round(config.SERVERDB_QUERY_TIMEOUT * 1000),

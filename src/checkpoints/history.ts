@@ -9,7 +9,8 @@ import {
 } from "@langchain/langgraph-checkpoint";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import { ApiError } from "../errors/api-error.ts";
-import { MessageStoreSaver, messageCountOf } from "./message-store.ts";
+import { messageCountOf } from "./message-store.ts";
+import { messageStoreOf } from "./timed-saver.ts";
 
 /** One page of a conversation's stored messages and how many it holds. */
 export interface StoredPage {
@@ -33,9 +34,9 @@ function onlyMessages(values: unknown[]): BaseMessage[] {
  * page; when it cannot (see MessageStoreSaver.readPage), the graph's getState does.
  */
 export async function readHistoryPage(agent: RegisteredAgent, storageKey: string, offset: number, limit: number): Promise<StoredPage> {
-  const saver = saverOf(agent);
-  if (saver instanceof MessageStoreSaver) {
-    const page = await saver.readPage(storageKey, offset, limit);
+  const store = messageStoreOf(saverOf(agent));
+  if (store) {
+    const page = await store.readPage(storageKey, offset, limit);
     if (page) return { messages: onlyMessages(page.messages), total: page.total };
   }
   const state = await agent.graph.getState({ configurable: { thread_id: storageKey } });
@@ -137,8 +138,7 @@ export async function appendMessages(
  * nodes may have changed them without saving; the next run reads them back as stored.
  */
 export function forgetUnsavedChanges(agent: RegisteredAgent, storageKey: string): void {
-  const saver = agent.graph.checkpointer;
-  if (saver instanceof MessageStoreSaver) saver.discard(storageKey);
+  messageStoreOf(agent.graph.checkpointer)?.discard(storageKey);
 }
 
 /** Delete every checkpoint, blob, pending write and message row of the conversation, in every namespace. */

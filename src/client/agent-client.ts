@@ -3,6 +3,7 @@ import { AgentClientError, errorFromResponse, isRecord } from "./errors.ts";
 import { isChatMessage, readEvent } from "./events.ts";
 import { readLines } from "./lines.ts";
 import { decodeSse } from "./sse.ts";
+import { secretFromEnvironment } from "./environment.ts";
 import type {
   AddMessagesRequest,
   CallOptions,
@@ -301,12 +302,6 @@ function runBody(message: MessageContent, options: RunOptions): Record<string, u
     if (options[field] !== undefined) body[field] = options[field];
   }
   return body;
-}
-
-function secretFromEnvironment(): string | undefined {
-  if (typeof process === "undefined") return undefined;
-  const secret = process.env?.AUTH_SECRET;
-  return secret ? secret : undefined;
 }
 
 function asObject(body: unknown): JsonObject {

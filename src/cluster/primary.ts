@@ -184,6 +184,11 @@ class Supervisor {
         if (this.members.has(member.worker.id)) this.reaper?.record(member.worker.id, message);
         this.logger.debug({ worker: member.worker.id, lease: message.kind }, "conversation lease reported");
         break;
+      case "lock.acquire":
+      case "lock.cancel":
+      case "lock.release":
+      case "ping":
+        break; // answered by the lock broker above
     }
   }
 

@@ -13,7 +13,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 /**
  * Parse the environment into a frozen Config. Each variable is parsed on its own so one bad value
  * does not hide the others; rules that relate several variables run on whatever parsed.
- * This is the only function in agenthost that reads process.env.
+ * Only src/config/ reads process.env (eslint.config.js enforces it); everything else gets its values from Config.
  */
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
@@ -38,7 +38,7 @@ export function loadConfig(env: Env = process.env): Config {
 
 /**
  * MODEL_CONFIGS entries may name the variable holding their key (`api_key_env`) instead of carrying
- * it; read it here, the one place that reads the environment, so the rest sees `api_key` only.
+ * it; read it here, with the rest of the environment, so the rest of agenthost sees `api_key` only.
  */
 function resolveModelKeys(c: Partial<Config>, env: Env): string[] {
   const problems: string[] = [];

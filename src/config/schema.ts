@@ -208,6 +208,26 @@ export const configShape = {
 } as const;
 
 type Parsed = { [K in keyof typeof configShape]: z.output<(typeof configShape)[K]> };
-/** The validated configuration. SHUTDOWN_GRACE is resolved (it defaults to REQUEST_TIMEOUT). */
-export type Config = Readonly<Omit<Parsed, "SHUTDOWN_GRACE"> & { SHUTDOWN_GRACE: number }>;
+
+/** Settings a backend requires: loadConfig refuses the backend without them, so its type has them. */
+type BackendSettings = "MEMORY_BACKEND" | "DATABASE_URL" | "OBSERVABILITY_BACKEND" | "LANGFUSE_PUBLIC_KEY" | "LANGFUSE_SECRET_KEY" | "LANGSMITH_API_KEY";
+
+type CheckpointSettings =
+  | { MEMORY_BACKEND: "memory"; DATABASE_URL: string | undefined }
+  | { MEMORY_BACKEND: "filedb"; DATABASE_URL: string | undefined }
+  | { MEMORY_BACKEND: "serverdb"; DATABASE_URL: string };
+
+type ObservabilitySettings =
+  | { OBSERVABILITY_BACKEND: "empty"; LANGFUSE_PUBLIC_KEY: string | undefined; LANGFUSE_SECRET_KEY: string | undefined; LANGSMITH_API_KEY: string | undefined }
+  | { OBSERVABILITY_BACKEND: "langfuse"; LANGFUSE_PUBLIC_KEY: string; LANGFUSE_SECRET_KEY: string; LANGSMITH_API_KEY: string | undefined }
+  | { OBSERVABILITY_BACKEND: "langsmith"; LANGFUSE_PUBLIC_KEY: string | undefined; LANGFUSE_SECRET_KEY: string | undefined; LANGSMITH_API_KEY: string };
+
+/**
+ * The validated configuration. SHUTDOWN_GRACE is resolved (it defaults to REQUEST_TIMEOUT), and
+ * checking MEMORY_BACKEND or OBSERVABILITY_BACKEND narrows it to the settings that backend requires.
+ */
+export type Config = Readonly<Omit<Parsed, "SHUTDOWN_GRACE" | BackendSettings> & { SHUTDOWN_GRACE: number } & CheckpointSettings & ObservabilitySettings>;
+export type ServerdbConfig = Extract<Config, { MEMORY_BACKEND: "serverdb" }>;
+export type LangfuseConfig = Extract<Config, { OBSERVABILITY_BACKEND: "langfuse" }>;
+export type LangsmithConfig = Extract<Config, { OBSERVABILITY_BACKEND: "langsmith" }>;
 export type ConfigKey = keyof typeof configShape;

@@ -36,8 +36,8 @@ export function createFeedbackDelivery(
     return { mode: "none", submit: async () => "skipped", close: async () => {} };
   }
   if (config.REDIS_URL) {
-    const queue: FeedbackQueue = openFeedbackQueue(config);
-    const worker: FeedbackWorker | undefined = options.consume === false ? undefined : startFeedbackWorker(config, backend, logger);
+    const queue: FeedbackQueue = openFeedbackQueue(config.REDIS_URL, config);
+    const worker: FeedbackWorker | undefined = options.consume === false ? undefined : startFeedbackWorker(config.REDIS_URL, config, backend, logger);
     return {
       mode: "queue",
       async submit(record, _signal, requestLogger) {

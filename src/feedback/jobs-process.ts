@@ -29,7 +29,7 @@ export async function runJobsProcess(): Promise<void> {
   } catch (error) {
     refuseToStart(error instanceof Error ? error.message : String(error));
   }
-  const worker = startFeedbackWorker(config, backend, logger);
+  const worker = startFeedbackWorker(config.REDIS_URL, config, backend, logger);
   logger.info({ backend: backend.kind }, "feedback queue consumer started");
 
   let stopping = false;

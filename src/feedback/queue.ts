@@ -23,8 +23,8 @@ export interface FeedbackQueue {
  * The producer side. Its connection fails fast (no offline queue): when Redis is down the
  * request answers 503 at once instead of hanging until its deadline.
  */
-export function openFeedbackQueue(config: Config): FeedbackQueue {
-  const connection = new Redis(config.REDIS_URL!, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
+export function openFeedbackQueue(redisUrl: string, config: Config): FeedbackQueue {
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
   connection.on("error", () => {});
   const queue = new Queue<FeedbackRecord>(FEEDBACK_QUEUE, { connection, prefix: `${config.REDIS_KEY_PREFIX}:bull` });
   queue.on("error", () => {});
@@ -54,8 +54,8 @@ export interface FeedbackWorker {
  * BullMQ until FEEDBACK_MAX_ATTEMPTS. Delivery is idempotent (the record id is the backend's
  * record id), so a job re-run after a stall does no harm.
  */
-export function startFeedbackWorker(config: Config, backend: ObservabilityBackend, logger: Logger): FeedbackWorker {
-  const connection = new Redis(config.REDIS_URL!, { maxRetriesPerRequest: null });
+export function startFeedbackWorker(redisUrl: string, config: Config, backend: ObservabilityBackend, logger: Logger): FeedbackWorker {
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
   connection.on("error", () => {});
   const worker = new Worker<FeedbackRecord>(
     FEEDBACK_QUEUE,

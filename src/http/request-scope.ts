@@ -4,7 +4,7 @@ import type { Logger } from "../observability/logger.ts";
 
 /**
  * Per-request state shared by the middleware and the route: who is calling, the request's logger,
- * and the one AbortSignal of its run (deadline, client disconnect, or lost lock).
+ * and the signal that aborts its run (deadline or client disconnect; the route joins the lock's `lost`).
  */
 export interface RequestScope {
   readonly requestId: string;

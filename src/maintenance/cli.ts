@@ -1,5 +1,6 @@
 // Entry of bin/maintenance: parse the flags, run, print the JSON report; any refusal is one line on
 // stderr and a non-zero exit status. The only environment variable read is the one --serverdb-env names.
+import { environmentVariable } from "../config/environment.ts";
 import { parseArgs } from "./args.ts";
 import { HELP_TEXT } from "./help.ts";
 import { MaintenanceRefusal, oneLine } from "./refusal.ts";
@@ -33,11 +34,11 @@ async function main(argv: readonly string[]): Promise<number> {
       return 0;
     }
     if (args.target.backend === "serverdb") envName = args.target.envName;
-    const report = await runMaintenance(args, { readVariable: (name) => process.env[name] });
+    const report = await runMaintenance(args, { readVariable: environmentVariable });
     console.log(JSON.stringify(report, null, 2));
     return 0;
   } catch (error) {
-    const secrets = secretsOf(envName === undefined ? undefined : process.env[envName]);
+    const secrets = secretsOf(envName === undefined ? undefined : environmentVariable(envName));
     if (error instanceof MaintenanceRefusal) {
       console.error(`maintenance: ${redact(error.message, secrets)}`);
       return error.exitCode;

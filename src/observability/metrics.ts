@@ -8,7 +8,6 @@ import {
   type MetricObjectWithValues,
   type MetricValue,
 } from "prom-client";
-import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import type { LockOutcome } from "../admission/locks/conversation-lock.ts";
 import type { LockDecorator } from "../admission/locks/lock-decorator.ts";
 
@@ -226,34 +225,4 @@ export function countLockOutcomes(metrics: ServiceMetrics): LockDecorator {
       }
       return outcome;
     };
-}
-
-type AnyFn = (...args: never[]) => unknown;
-
-/** Time the saver's operations in place (getTuple, list, put, putWrites, deleteThread). */
-export function instrumentSaver(saver: BaseCheckpointSaver, backend: string, metrics: ServiceMetrics): void {
-  const target = saver as unknown as Record<string, AnyFn>;
-  for (const operation of ["getTuple", "put", "putWrites", "deleteThread"]) {
-    const original = target[operation];
-    if (typeof original !== "function") continue;
-    target[operation] = async function timed(this: unknown, ...args: never[]) {
-      const end = metrics.checkpointDuration.startTimer({ backend, operation });
-      try {
-        return await original.apply(saver, args);
-      } finally {
-        end();
-      }
-    } as AnyFn;
-  }
-  const list = target.list;
-  if (typeof list === "function") {
-    target.list = async function* timedList(...args: never[]) {
-      const end = metrics.checkpointDuration.startTimer({ backend, operation: "list" });
-      try {
-        yield* list.apply(saver, args) as AsyncIterable<unknown>;
-      } finally {
-        end();
-      }
-    } as AnyFn;
-  }
 }

@@ -1,4 +1,4 @@
-import { ChatUiConfigError, loadChatUiConfig } from "./config.ts";
+import { ChatUiConfigError, loadChatUiConfig } from "../config/chat-ui.ts";
 import { startChatServer } from "./server.ts";
 
 /** `bin/chat-ui`: read the environment, serve the chat page until SIGINT or SIGTERM. */

@@ -5,7 +5,7 @@ import type { z } from "zod";
 import { AgentClient, AgentClientError, type FetchLike } from "../client/index.ts";
 import { toBrowserError } from "./browser-view.ts";
 import { ChatApi, chatRequest, feedbackRequest } from "./chat-api.ts";
-import type { ChatUiConfig } from "./config.ts";
+import type { ChatUiConfig } from "../config/chat-ui.ts";
 import { FeedbackTokens } from "./feedback-tokens.ts";
 
 const STATIC_FILES: Readonly<Record<string, { file: string; type: string }>> = {

@@ -7,7 +7,7 @@ import type { Config } from "../config/schema.ts";
 import { createApp } from "../http/app.ts";
 import { listen } from "../http/server.ts";
 import { createLogger, logFatalErrors } from "../observability/logger.ts";
-import { buildRuntime, type Runtime } from "../runtime.ts";
+import { buildRuntime, type WorkerRuntime } from "../runtime.ts";
 import { answerPrimary } from "./primary-link.ts";
 
 /** How often a draining worker closes connections that went idle after their last response. */
@@ -25,7 +25,7 @@ function refuseToStart(error: unknown): never {
  * everything. Requests arriving on open connections meanwhile get 503 with `Connection: close`
  * (admission middleware); connections close as soon as they fall idle.
  */
-async function drain(server: http.Server, runtime: Runtime, config: Config): Promise<void> {
+async function drain(server: http.Server, runtime: WorkerRuntime, config: Config): Promise<void> {
   runtime.lifecycle.draining = true;
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
@@ -48,7 +48,7 @@ async function drain(server: http.Server, runtime: Runtime, config: Config): Pro
  */
 export async function runWorker(): Promise<void> {
   let config: Config;
-  let runtime: Runtime;
+  let runtime: WorkerRuntime;
   const inCluster = cluster.isWorker;
   try {
     config = loadConfig();

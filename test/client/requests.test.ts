@@ -14,7 +14,7 @@ before(async () => {
       await sleep(20);
       sendJson(res, 200, INFO);
     },
-    "POST /chatbot-agent/invoke": (req, res) => sendJson(res, 200, aiMessage("from chatbot", { thread_id: "new-thread" })),
+    "POST /chatbot-agent/invoke": (_req, res) => sendJson(res, 200, aiMessage("from chatbot", { thread_id: "new-thread" })),
     "POST /create-agent/invoke": (_req, res) => sendJson(res, 200, aiMessage("from create-agent")),
     "POST /invoke": (_req, res) => sendJson(res, 200, aiMessage("from the default alias")),
   });

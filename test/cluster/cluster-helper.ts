@@ -91,7 +91,7 @@ export async function startCluster(env: Record<string, string> = {}, options: Cl
     stderr += chunk;
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  exited.then(() => {
+  void exited.then(() => {
     for (const listener of listeners) listener();
   });
 

@@ -131,7 +131,10 @@ describe("cluster with primary-brokered locks", () => {
               text += chunk;
               if (!next && text.includes('"type":"message"')) next = invoke(cluster.url, "chatbot-agent", thread, "right after");
             });
-            res.on("end", () => (next ? next.then(resolve, reject) : reject(new Error(`no message in ${text}`))));
+            res.on("end", () => {
+              if (next) void next.then(resolve, reject);
+              else reject(new Error(`no message in ${text}`));
+            });
           },
         );
         req.on("error", reject);

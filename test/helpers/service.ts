@@ -4,14 +4,14 @@ import { Writable } from "node:stream";
 import { loadConfig } from "../../src/config/load.ts";
 import { createApp } from "../../src/http/app.ts";
 import { listen } from "../../src/http/server.ts";
-import { buildRuntime, type Runtime, type RuntimeOverrides } from "../../src/runtime.ts";
+import { buildRuntime, type RuntimeOverrides, type WorkerRuntime } from "../../src/runtime.ts";
 import { createLogger } from "../../src/observability/logger.ts";
 
 export const TEST_TOKEN = "test-secret-token";
 
 export interface RunningService {
   readonly url: string;
-  readonly runtime: Runtime;
+  readonly runtime: WorkerRuntime;
   /** Every log line the service wrote, parsed. */
   readonly logs: Array<Record<string, unknown>>;
   close(): Promise<void>;

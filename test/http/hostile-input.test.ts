@@ -6,7 +6,8 @@ import { after, before, describe, test } from "node:test";
 import { AIMessage, HumanMessage, isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import { storageKey } from "../../src/auth/storage-key.ts";
 import { appendMessages, conversationHead } from "../../src/checkpoints/history.ts";
-import { isMessageRefs, MessageStoreSaver } from "../../src/checkpoints/message-store.ts";
+import { isMessageRefs } from "../../src/checkpoints/message-store.ts";
+import { messageStoreOf } from "../../src/checkpoints/timed-saver.ts";
 import { FORBIDDEN_AGENT_CONFIG_KEYS } from "../../src/http/schemas.ts";
 import { JSON_MAX_BYTES, JSON_MAX_DEPTH } from "../../src/http/json-bounds.ts";
 import { call, startService, type RunningService } from "../helpers/service.ts";
@@ -203,8 +204,8 @@ for (const makeBackend of ALL_BACKENDS) {
       await appendMessages(agent, key, [new AIMessage({ content: "deep", response_metadata: nested(60) }), new HumanMessage("after")]);
       // This worker still holds the live objects it stored; any other worker (or this one after a
       // restart) must revive them from the rows, and that is where the stored data fails.
-      const saver = agent.graph.checkpointer;
-      assert.ok(saver instanceof MessageStoreSaver);
+      const saver = messageStoreOf(agent.graph.checkpointer);
+      assert.ok(saver);
       saver.discard(key);
 
       // Runs, streams, resumes and appends refuse it with a clear 4xx, every time.
@@ -283,8 +284,8 @@ describe("CONVERSATION_MAX_MESSAGES", () => {
   });
 
   test("the count comes from the message store: no message is revived to check it", async () => {
-    const saver = service.runtime.registry.get(AGENT)!.graph.checkpointer;
-    assert.ok(saver instanceof MessageStoreSaver);
+    const saver = messageStoreOf(service.runtime.registry.get(AGENT)!.graph.checkpointer);
+    assert.ok(saver);
     assert.equal((await send(service, "POST", "/history/add_messages", { thread_id: "counted", messages: human(2) })).status, 201);
     const revive = saver.serde.loadsTyped.bind(saver.serde);
     let revived = 0;
@@ -315,8 +316,8 @@ describe("CONVERSATION_MAX_MESSAGES on a thread written before the message store
 
   test("the count falls back to the checkpoint itself", async () => {
     const agent = service.runtime.registry.get(AGENT)!;
-    const saver = agent.graph.checkpointer;
-    assert.ok(saver instanceof MessageStoreSaver);
+    const saver = messageStoreOf(agent.graph.checkpointer);
+    assert.ok(saver);
     // The library's own saver, without the message store, as an older release wrote conversations.
     const legacy = { ...agent, graph: { checkpointer: saver.inner, channels: agent.graph.channels } } as unknown as RegisteredAgent;
     await appendMessages(legacy, storageKey("service", AGENT, "legacy-full"), Array.from({ length: 5 }, (_, i) => new HumanMessage(`l${i}`)));

@@ -51,7 +51,7 @@ test("serves the page and its scripts with a strict content security policy", as
     const text = await response.text();
     assert.ok(!text.includes(TOKEN) && !text.includes(USER));
   }
-  assert.equal((await fetch(`${page.url}/../src/ui/config.ts`)).status, 404);
+  assert.equal((await fetch(`${page.url}/../src/ui/server.ts`)).status, 404);
   assert.equal((await fetch(`${page.url}/index.html`)).status, 404);
 });
 

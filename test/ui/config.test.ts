@@ -1,7 +1,7 @@
 // The chat page's own settings: defaults, parsing, and every bad value reported at once.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ChatUiConfigError, loadChatUiConfig } from "../../src/ui/config.ts";
+import { ChatUiConfigError, loadChatUiConfig } from "../../src/config/chat-ui.ts";
 
 test("defaults: agenthost on 127.0.0.1:8080, the page on 127.0.0.1:8501, no token, no user", () => {
   assert.deepEqual(loadChatUiConfig({}), {

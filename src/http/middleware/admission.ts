@@ -11,7 +11,7 @@ import { scopeOf } from "../request-scope.ts";
  */
 export function admission(runtime: Runtime): RequestHandler {
   const timeoutMs = runtime.config.REQUEST_TIMEOUT * 1000;
-  return async (req, res, next) => {
+  return async (_req, res, next) => {
     if (runtime.lifecycle.draining) {
       res.setHeader("Connection", "close");
       runtime.metrics.admissionRejections.inc({ reason: "shutting_down" });

@@ -8,7 +8,7 @@ import { LangfuseClient } from "@langfuse/client";
 import { CallbackHandler } from "@langfuse/langchain";
 import { LangfuseSpanProcessor } from "@langfuse/otel";
 import { getLangfuseTracerProvider, setLangfuseTracerProvider } from "@langfuse/tracing";
-import type { Config } from "../../config/schema.ts";
+import type { LangfuseConfig } from "../../config/schema.ts";
 import { DELIVERY_TIMEOUT_MS, type FeedbackRecord, type ObservabilityBackend } from "./types.ts";
 
 /** Langfuse trace ids are 32 lowercase hex digits: the run's UUID without dashes. */
@@ -55,11 +55,10 @@ class RunTraceHandler extends CallbackHandler {
   }
 }
 
-export function createLangfuseBackend(config: Config): ObservabilityBackend {
-  // loadConfig refuses langfuse without both keys.
+export function createLangfuseBackend(config: LangfuseConfig): ObservabilityBackend {
   const credentials = {
-    publicKey: config.LANGFUSE_PUBLIC_KEY!,
-    secretKey: config.LANGFUSE_SECRET_KEY!,
+    publicKey: config.LANGFUSE_PUBLIC_KEY,
+    secretKey: config.LANGFUSE_SECRET_KEY,
     baseUrl: (config.LANGFUSE_BASE_URL ?? "https://cloud.langfuse.com").replace(/\/+$/, ""),
   };
 

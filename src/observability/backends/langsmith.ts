@@ -1,6 +1,6 @@
 import { LangChainTracer } from "@langchain/core/tracers/tracer_langchain";
 import { Client } from "langsmith";
-import type { Config } from "../../config/schema.ts";
+import type { LangsmithConfig } from "../../config/schema.ts";
 import { DELIVERY_TIMEOUT_MS, type FeedbackRecord, type ObservabilityBackend } from "./types.ts";
 
 /**
@@ -8,8 +8,7 @@ import { DELIVERY_TIMEOUT_MS, type FeedbackRecord, type ObservabilityBackend } f
  * config's runId), so the trace id is the run id; user_id and thread_id (the public one) ride in
  * the run metadata, where LangSmith groups threads.
  */
-export function createLangsmithBackend(config: Config): ObservabilityBackend {
-  // loadConfig refuses langsmith without an API key.
+export function createLangsmithBackend(config: LangsmithConfig): ObservabilityBackend {
   const client = new Client({
     apiKey: config.LANGSMITH_API_KEY,
     apiUrl: (config.LANGSMITH_ENDPOINT ?? "https://api.smith.langchain.com").replace(/\/+$/, ""),

@@ -1,0 +1,82 @@
+import type { RunnableConfig } from "@langchain/core/runnables";
+import {
+  BaseCheckpointSaver,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointTuple,
+  type PendingWrite,
+} from "@langchain/langgraph-checkpoint";
+import { MessageStoreSaver } from "./message-store.ts";
+
+export type SaverOperation = "getTuple" | "list" | "put" | "putWrites" | "deleteThread";
+
+/** Where durations go: a histogram's `startTimer` (ServiceMetrics.checkpointDuration). */
+export interface OperationTimer {
+  startTimer(labels: { backend: string; operation: SaverOperation }): () => void;
+}
+
+/**
+ * The service's message store, with the duration of each storage operation (getTuple, list, put,
+ * putWrites, deleteThread) measured around it. Everything else goes to the store as it is.
+ */
+export class TimedSaver extends BaseCheckpointSaver {
+  constructor(
+    readonly store: MessageStoreSaver,
+    private readonly backend: string,
+    private readonly timer: OperationTimer,
+  ) {
+    super(store.serde);
+  }
+
+  private async timed<T>(operation: SaverOperation, call: () => Promise<T>): Promise<T> {
+    const end = this.timer.startTimer({ backend: this.backend, operation });
+    try {
+      return await call();
+    } finally {
+      end();
+    }
+  }
+
+  override getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    return this.timed("getTuple", () => this.store.getTuple(config));
+  }
+
+  override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
+    const end = this.timer.startTimer({ backend: this.backend, operation: "list" });
+    try {
+      yield* this.store.list(config, options);
+    } finally {
+      end();
+    }
+  }
+
+  override put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    return this.timed("put", () => this.store.put(config, checkpoint, metadata, newVersions));
+  }
+
+  override putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
+    return this.timed("putWrites", () => this.store.putWrites(config, writes, taskId, taskPath));
+  }
+
+  override deleteThread(threadId: string): Promise<void> {
+    return this.timed("deleteThread", () => this.store.deleteThread(threadId));
+  }
+
+  override getDeltaChannelHistory(
+    options: Parameters<BaseCheckpointSaver["getDeltaChannelHistory"]>[0],
+  ): ReturnType<BaseCheckpointSaver["getDeltaChannelHistory"]> {
+    return this.store.getDeltaChannelHistory(options);
+  }
+
+  override getNextVersion(current: number | undefined): number {
+    return this.store.getNextVersion(current);
+  }
+}
+
+/** The message store behind a graph's checkpointer, timed or not; undefined for any other saver. */
+export function messageStoreOf(saver: unknown): MessageStoreSaver | undefined {
+  if (saver instanceof TimedSaver) return saver.store;
+  return saver instanceof MessageStoreSaver ? saver : undefined;
+}
