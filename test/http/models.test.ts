@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from "../../src/config/load.ts";
 import { FakeChatModel } from "../../src/models/fake-chat-model.ts";
 import { createProviderHttpPool, poolSettings } from "../../src/models/http-pool.ts";
 import { REQUEST_MODEL_KEY } from "../../src/models/selection.ts";
+import { waitFor } from "../helpers/raw-http.ts";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
 import { FAKE_PROVIDER_ANSWER, FAKE_PROVIDER_KEY, startFakeProvider, type FakeProvider } from "../fixtures/providers/fake-provider.ts";
 
@@ -265,7 +266,7 @@ describe("the provider HTTP pool (LLM_HTTP_*)", () => {
       // A held-open request does not keep close() waiting past LLM_HTTP_SHUTDOWN_TIMEOUT.
       const hanging = pool.fetch(`${provider.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "behave-hang" }) });
       hanging.catch(() => {});
-      while (provider.hanging.size === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      await waitFor(() => provider.hanging.size > 0, "the provider to hold the request");
       await pool.close();
       await assert.rejects(hanging);
       await assert.rejects(pool.fetch(`${provider.url}/v1/chat/completions`, { method: "POST", body: "{}" }));
