@@ -225,7 +225,8 @@ describe("default and deep-agent models", { concurrency: false }, () => {
   test("bin/agenthost exits 2 with the message when no model is configured", async () => {
     const root = path.resolve(import.meta.dirname, "../..");
     const child = spawn(path.join(root, "bin/agenthost"), [], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, AUTH_SECRET: TEST_TOKEN, PORT: "0", HOST: "127.0.0.1" },
+      // Ports of its own (0): the default METRICS_PORT may be taken by another process on this machine.
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, AUTH_SECRET: TEST_TOKEN, PORT: "0", METRICS_PORT: "0", HOST: "127.0.0.1" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stderr = "";
