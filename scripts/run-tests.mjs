@@ -16,18 +16,11 @@ import { createInterface } from "node:readline";
 
 /**
  * Test files (path prefixes) that run on their own: pure functions, and real HTTP over loopback to
- * servers started in the test process with in-memory or SQLite storage. No PostgreSQL, Redis,
- * Chromium, Python or cluster processes.
+ * servers started in the test process with in-memory storage. No PostgreSQL, Redis, Chromium,
+ * Python or cluster processes. (test/integration/sqlite-failures and maintenance-service need none
+ * either, but take a third of this part's time: they stay with the rest.)
  */
-const UNIT = [
-  "test/unit/",
-  "test/client/",
-  "test/ui/chat-server.test.ts",
-  "test/ui/config.test.ts",
-  "test/ui/markdown.test.ts",
-  "test/integration/maintenance-service.test.ts",
-  "test/integration/sqlite-failures.test.ts",
-];
+const UNIT = ["test/unit/", "test/client/", "test/ui/chat-server.test.ts", "test/ui/config.test.ts", "test/ui/markdown.test.ts"];
 const LCOV = join("test", "artifacts", "coverage", "lcov.info");
 
 function find(dir) {
