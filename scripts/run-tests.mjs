@@ -1,9 +1,27 @@
 #!/usr/bin/env node
 // Runs the test suite with Node's own runner. Node 20 neither expands globs nor finds .ts files,
-// so this lists them. Arguments narrow the run to files whose path contains any of them.
-import { spawnSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+// so this lists them.
+//
+//   node scripts/run-tests.mjs [--unit] [--coverage | --no-coverage] [path fragment ...]
+//
+// Path fragments narrow the run to files whose path contains any of them. `--unit` keeps only the
+// files that need no PostgreSQL, Redis or Chromium (UNIT below). Line coverage of src/ (Node's
+// --experimental-test-coverage) is measured on the unit tests and printed after them, in `--unit`
+// runs and in a whole run; `--coverage` measures any run, `--no-coverage` none. The per-line detail
+// goes to test/artifacts/coverage/lcov.info.
+import { spawn } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
+
+/**
+ * Test files (path prefixes) that run on their own: pure functions, and real HTTP over loopback to
+ * servers started in the test process with in-memory storage. No PostgreSQL, Redis, Chromium,
+ * Python or cluster processes. (test/integration/sqlite-failures and maintenance-service need none
+ * either, but take a third of this part's time: they stay with the rest.)
+ */
+const UNIT = ["test/unit/", "test/client/", "test/ui/chat-server.test.ts", "test/ui/config.test.ts", "test/ui/markdown.test.ts"];
+const LCOV = join("test", "artifacts", "coverage", "lcov.info");
 
 function find(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -13,17 +31,130 @@ function find(dir) {
   });
 }
 
-const filters = process.argv.slice(2);
-const files = find("test").filter((f) => filters.length === 0 || filters.some((s) => f.includes(s))).sort();
+const args = process.argv.slice(2);
+const flags = new Set(args.filter((a) => a.startsWith("--")));
+for (const flag of flags) {
+  if (!["--unit", "--coverage", "--no-coverage"].includes(flag)) {
+    console.error(`unknown option ${flag}`);
+    process.exit(2);
+  }
+}
+const filters = args.filter((a) => !a.startsWith("--"));
+const isUnit = (f) => UNIT.some((prefix) => f.startsWith(prefix));
+const files = find("test")
+  .map((f) => f.split("\\").join("/"))
+  .filter((f) => !flags.has("--unit") || isUnit(f))
+  .filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)))
+  .sort();
 if (files.length === 0) {
   console.error("no test files matched");
   process.exit(1);
 }
-const concurrency = process.env.TEST_CONCURRENCY ?? "2";
-const result = spawnSync(
-  process.execPath,
-  ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=120000", ...files],
-  // The service refuses to start without the LangChain setting bin/agenthost exports (src/config/langchain-environment.ts).
-  { stdio: "inherit", env: { ...process.env, LANGCHAIN_CALLBACKS_BACKGROUND: "false" } },
-);
-process.exit(result.status ?? 1);
+
+// Coverage roughly doubles the time of the tests that start services and processes, so a whole run
+// measures it on the unit part only: that part first, with coverage, then the rest without.
+const whole = filters.length === 0 && !flags.has("--unit");
+const measure = !flags.has("--no-coverage") && (flags.has("--coverage") || flags.has("--unit") || whole);
+const passes =
+  whole && measure && !flags.has("--coverage")
+    ? [
+        { files: files.filter(isUnit), coverage: true },
+        { files: files.filter((f) => !isUnit(f)), coverage: false },
+      ]
+    : [{ files, coverage: measure }];
+
+let status = 0;
+for (const pass of passes) {
+  if (passes.length > 1) console.log(`# ${pass.coverage ? "unit tests, with coverage" : "the rest of the suite"}: ${pass.files.length} test files`);
+  status = Math.max(status, await run(pass.files, pass.coverage));
+  if (pass.coverage) printCoverage(passes.length > 1 || flags.has("--unit") ? "the unit tests" : "these tests");
+}
+process.exit(status);
+
+/** One `node --test` over `files`; resolves with its exit status. */
+async function run(files, coverage) {
+  const concurrency = process.env.TEST_CONCURRENCY ?? "2";
+  const nodeArgs = ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=120000"];
+  if (coverage) {
+    mkdirSync(join("test", "artifacts", "coverage"), { recursive: true });
+    nodeArgs.push(
+      "--experimental-test-coverage",
+      `--test-reporter=${process.stdout.isTTY ? "spec" : "tap"}`,
+      "--test-reporter-destination=stdout",
+      "--test-reporter=lcov",
+      `--test-reporter-destination=${LCOV}`,
+    );
+  }
+  const child = spawn(process.execPath, [...nodeArgs, ...files], {
+    stdio: ["inherit", coverage ? "pipe" : "inherit", "inherit"],
+    // The service refuses to start without the LangChain setting bin/agenthost exports (src/config/langchain-environment.ts).
+    env: { ...process.env, LANGCHAIN_CALLBACKS_BACKGROUND: "false", ...(coverage && process.stdout.isTTY ? { FORCE_COLOR: "1" } : {}) },
+  });
+  const closed = new Promise((resolve) => child.on("close", (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+  if (coverage) {
+    // The runner's own table lists every file it loaded, tests and fixtures included: leave it out and
+    // print the figure for src/ from the lcov file instead.
+    let inTable = false;
+    for await (const line of createInterface({ input: child.stdout })) {
+      if (/start of coverage report/.test(line)) inTable = true;
+      if (!inTable) process.stdout.write(`${line}\n`);
+      if (/end of coverage report/.test(line)) inTable = false;
+    }
+  }
+  return closed;
+}
+
+/**
+ * A file with declarations only (every top-level statement a type, an interface or a type import):
+ * it compiles to nothing, so no test can load it.
+ */
+function typesOnly(file) {
+  if (file.endsWith(".d.ts")) return true;
+  const statements = readFileSync(file, "utf8").split("\n").filter((line) => /^[a-z]/.test(line));
+  return statements.every((line) => /^(export\s+)?(declare\s+)?(type|interface)\b|^import\s+type\b/.test(line));
+}
+
+/** Line coverage of src/ from the lcov file: every .ts file under src/ with code, loaded by the tests or not. */
+function printCoverage(by) {
+  let text;
+  try {
+    text = readFileSync(LCOV, "utf8");
+  } catch {
+    console.log("# coverage: no lcov report was written");
+    return;
+  }
+  const measured = new Map();
+  for (const record of text.split("end_of_record")) {
+    const file = /^SF:(.*)$/m.exec(record)?.[1]?.split("\\").join("/");
+    const found = Number(/^LF:(\d+)$/m.exec(record)?.[1]);
+    const hit = Number(/^LH:(\d+)$/m.exec(record)?.[1]);
+    if (file?.startsWith("src/") && Number.isFinite(found) && Number.isFinite(hit)) measured.set(file, { found, hit });
+  }
+  const sources = (function walk(dir) {
+    return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name).split("\\").join("/")] : [],
+    );
+  })("src").filter((file) => measured.has(file) || !typesOnly(file));
+  const byFolder = new Map();
+  const total = { found: 0, hit: 0 };
+  const unloaded = [];
+  for (const file of sources.sort()) {
+    let lines = measured.get(file);
+    if (!lines) {
+      unloaded.push(file);
+      lines = { found: readFileSync(file, "utf8").split(/(?<=\n)/).length, hit: 0 };
+    }
+    const folder = file.split("/").length > 2 ? file.split("/")[1] : "(top)";
+    const sum = byFolder.get(folder) ?? { found: 0, hit: 0 };
+    sum.found += lines.found;
+    sum.hit += lines.hit;
+    byFolder.set(folder, sum);
+    total.found += lines.found;
+    total.hit += lines.hit;
+  }
+  const pct = ({ found, hit }) => (found === 0 ? "100.0" : ((100 * hit) / found).toFixed(1));
+  console.log(`# line coverage of src/ by ${by}: ${pct(total)}% (${total.hit} of ${total.found} lines in ${sources.length} files; declaration-only files left out)`);
+  console.log(`#   by folder: ${[...byFolder].map(([folder, sum]) => `${folder} ${pct(sum)}%`).join(", ")}`);
+  if (unloaded.length > 0) console.log(`#   never loaded (counted as 0%): ${unloaded.join(", ")}`);
+  console.log(`#   per line: ${LCOV}`);
+}

@@ -4,16 +4,14 @@ import assert from "node:assert/strict";
 import { after, afterEach, before, test } from "node:test";
 import { Agent, fetch as undiciFetch } from "undici";
 import { AgentClient, AgentClientError, type FetchLike, type MessageInput } from "../../src/client/index.ts";
-import { aiMessage, drain, INFO, sendJson, sleep, sseFrame, startScriptedServer, startSse, type ScriptedServer } from "./scripted-server.ts";
+import { waitFor } from "../helpers/raw-http.ts";
+import { aiMessage, drain, INFO, sendJson, sseFrame, startScriptedServer, startSse, type ScriptedServer } from "./scripted-server.ts";
 
 let server: ScriptedServer;
 
 before(async () => {
   server = await startScriptedServer({
-    "GET /info": async (_req, res) => {
-      await sleep(20);
-      sendJson(res, 200, INFO);
-    },
+    "GET /info": (_req, res) => sendJson(res, 200, INFO),
     "POST /chatbot-agent/invoke": (_req, res) => sendJson(res, 200, aiMessage("from chatbot", { thread_id: "new-thread" })),
     "POST /create-agent/invoke": (_req, res) => sendJson(res, 200, aiMessage("from create-agent")),
     "POST /invoke": (_req, res) => sendJson(res, 200, aiMessage("from the default alias")),
@@ -27,9 +25,19 @@ afterEach(() => {
 const seen = () => server.requests.map((r) => `${r.method} ${r.path}`);
 
 test("without an agent, the first calls read /info once (shared) and use default_agent", async () => {
+  // /info is answered only after its request has arrived, so both calls are made while the read is pending.
+  let answerInfo: (() => void) | undefined;
+  server.route("GET /info", (_req, res) => {
+    answerInfo = () => sendJson(res, 200, INFO);
+  });
   const client = new AgentClient({ baseUrl: server.url, authSecret: "s" });
   assert.equal(client.agent, undefined);
-  const [a, b] = await Promise.all([client.invoke("one"), client.invoke("two")]);
+  const both = Promise.all([client.invoke("one"), client.invoke("two")]);
+  await waitFor(() => answerInfo !== undefined, "the /info request");
+  assert.deepEqual(seen(), ["GET /info"]);
+  answerInfo?.();
+  const [a, b] = await both;
+  server.route("GET /info", (_req, res) => sendJson(res, 200, INFO));
   assert.equal(a.content, "from chatbot");
   assert.equal(b.content, "from chatbot");
   assert.equal(client.agent, "chatbot-agent");

@@ -93,8 +93,6 @@ export function sseFrame(event: unknown): string {
   return `data: ${typeof event === "string" ? event : JSON.stringify(event)}\n\n`;
 }
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 /** A ChatMessage as agenthost sends it. */
 export function aiMessage(content: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {

@@ -1,9 +1,7 @@
 // The client against the real agenthost, started in this process with the fake model: every method
 // the service serves, and the failures it really produces (401, 403, 404, 409, 422, 503).
-// History, add/clear and feedback run only when the service documents their routes in /openapi.json;
-// until the server implements them they are skipped with that reason.
 import assert from "node:assert/strict";
-import { after, before, describe, test, type TestContext } from "node:test";
+import { after, before, describe, test } from "node:test";
 import { Agent, fetch as undiciFetch } from "undici";
 import { storageKey } from "../../src/auth/storage-key.ts";
 import { AgentClient, pendingInterrupts, type ChatMessage, type FetchLike, type StreamItem } from "../../src/client/index.ts";
@@ -15,7 +13,6 @@ const SIGNING_SECRET = "a-feedback-signing-secret-of-32-characters!";
 
 let service: RunningService;
 let tokenService: RunningService;
-let documented: Set<string>;
 
 before(async () => {
   [service, tokenService] = await Promise.all([
@@ -26,8 +23,6 @@ before(async () => {
       FEEDBACK_SIGNING_SECRET: SIGNING_SECRET,
     }),
   ]);
-  const openapi = (await (await fetch(`${service.url}/openapi.json`)).json()) as { paths: Record<string, unknown> };
-  documented = new Set(Object.keys(openapi.paths));
 });
 after(async () => {
   await Promise.all([service?.close(), tokenService?.close()]);
@@ -35,13 +30,6 @@ after(async () => {
 
 const client = (options: Partial<ConstructorParameters<typeof AgentClient>[0]> = {}) =>
   new AgentClient({ baseUrl: service.url, authSecret: TEST_TOKEN, ...options });
-
-/** Skip when the server does not serve `route` yet; say so. */
-function needsRoute(t: TestContext, ...routes: string[]): boolean {
-  const missing = routes.filter((r) => !documented.has(r));
-  if (missing.length > 0) t.skip(`not served by agenthost yet: ${missing.join(", ")} (absent from /openapi.json)`);
-  return missing.length === 0;
-}
 
 async function collect(items: AsyncIterable<StreamItem>): Promise<{ tokens: string[]; messages: ChatMessage[] }> {
   const tokens: string[] = [];
@@ -190,8 +178,7 @@ describe("failures", () => {
 });
 
 describe("history and feedback", () => {
-  test("getHistory and historyPages read a conversation page by page", async (t) => {
-    if (!needsRoute(t, "/{agent_id}/history")) return;
+  test("getHistory and historyPages read a conversation page by page", async () => {
     const c = client({ agent: "chatbot-agent" });
     const { thread_id } = await c.invoke("First question");
     await c.invoke("Second question", { thread_id });
@@ -205,8 +192,7 @@ describe("history and feedback", () => {
     assert.deepEqual(pages, [3, 1]);
   });
 
-  test("addMessages appends without a run; clearHistory empties the conversation", async (t) => {
-    if (!needsRoute(t, "/{agent_id}/history", "/{agent_id}/history/add_messages", "/{agent_id}/history/clear")) return;
+  test("addMessages appends without a run; clearHistory empties the conversation", async () => {
     const c = client({ agent: "chatbot-agent" });
     const thread_id = `imported-${Date.now()}`;
     await c.addMessages({
@@ -222,8 +208,7 @@ describe("history and feedback", () => {
     assert.equal((await c.getHistory({ thread_id })).total, 0);
   });
 
-  test("createFeedback: the shared secret needs no proof; a token user needs the run's proof", async (t) => {
-    if (!needsRoute(t, "/{agent_id}/feedback")) return;
+  test("createFeedback: the shared secret needs no proof; a token user needs the run's proof", async () => {
     const trusted = client({ agent: "chatbot-agent" });
     const run = await trusted.invoke("Hi");
     assert.ok(run.run_id);

@@ -30,6 +30,10 @@ describe("cluster with primary-brokered locks", () => {
   let cluster: Cluster;
   let dir: string;
 
+  /** Checkpoints the workers have written: a run writes its input's before its agent's node starts. */
+  const checkpointsWritten = async () =>
+    metric(await scrape(cluster), "agenthost_checkpoint_operation_duration_seconds_count", { backend: "filedb", operation: "put" });
+
   before(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "agenthost-cluster-"));
     cluster = await startCluster({ MEMORY_BACKEND: "filedb", FILEDB_DB_PATH: path.join(dir, "db.sqlite") });
@@ -156,13 +160,14 @@ describe("cluster with primary-brokered locks", () => {
     const pinned = (await pinnedConnections(cluster)).map(([connection]) => connection!);
     const first = pidOf(cluster, pinned[0]!.worker);
     const threads = [randomUUID(), randomUUID()];
+    const written = await checkpointsWritten();
     const outcomes = threads.map((thread, i) =>
       request(cluster.url, "POST", "/slow-agent/invoke", { input: { message: "sleep 3000" }, thread_id: thread }, {}, pinned[i]!.agent).then(
         (reply): Reply | Error => reply,
         (error: Error) => error,
       ),
     );
-    await new Promise((r) => setTimeout(r, 700));
+    await eventually(async () => (await checkpointsWritten()) >= written + 2, 10_000, "both runs past their lock and started");
     const before = await scrape(cluster);
     const logMark = cluster.logs.length;
     const killedAt = Date.now();
@@ -173,9 +178,7 @@ describe("cluster with primary-brokered locks", () => {
 
     // The killed worker held the first run: its client lost the connection, and its conversation is
     // free again at once.
-    const early = await Promise.all(outcomes.map((o) => Promise.race([o, new Promise<"running">((r) => setTimeout(() => r("running"), 1_000))])));
-    assert.ok(early[0] instanceof Error, "the run on the killed worker lost its connection");
-    assert.equal(early[1], "running", "the run on the other worker goes on");
+    assert.ok((await outcomes[0]) instanceof Error, "the run on the killed worker lost its connection");
     const again = await invoke(cluster.url, "slow-agent", threads[0]!, "sleep 10");
     assert.equal(again.status, 200, `the killed worker's conversation is free: ${again.body}`);
 
@@ -188,16 +191,20 @@ describe("cluster with primary-brokered locks", () => {
       }
     }
     await cluster.waitForLog((l) => l.msg === "listening" && l.pid === forked.worker_pid, 30_000);
-    await Promise.all(outcomes);
+    const other = await outcomes[1]!;
+    assert.ok(!(other instanceof Error) && other.status === 200 && /slept 3000 ms/.test(other.body), "the run on the other worker went on to the end");
     closePinned([pinned]);
   });
 
   test("SIGTERM during a 3-second stream: the stream ends with [DONE], new requests are refused, exit 0", async () => {
+    const written = await checkpointsWritten();
     const stream = request(cluster.url, "POST", "/slow-agent/stream", { input: { message: "sleep 3000" }, thread_id: randomUUID() });
-    await new Promise((r) => setTimeout(r, 600));
+    await eventually(async () => (await checkpointsWritten()) > written, 10_000, "the streamed run started");
+    const workers = cluster.workerPids();
     cluster.process.kill("SIGTERM");
     await cluster.waitForLog((l) => l.msg === "shutting down" && l.role === "primary", 5_000);
-    await new Promise((r) => setTimeout(r, 300));
+    // Every worker has begun to drain before the new request is sent.
+    await Promise.all(workers.map((pid) => cluster.waitForLog((l) => l.msg === "shutting down" && l.pid === pid, 5_000)));
     const refused = await invoke(cluster.url, "chatbot-agent", randomUUID(), "hello").then(
       (reply) => reply.status,
       (error: NodeJS.ErrnoException) => error.code,

@@ -59,7 +59,13 @@ describe("Redis outage", () => {
     await eventually(() => everyWorker(4, ready), 10_000, "ready with Redis up", 100);
     const thread = randomUUID();
     const running = invoke(cluster.url, "slow-agent", thread, "sleep 5000");
-    await new Promise((r) => setTimeout(r, 500));
+    // The run holds its conversation's lock in this Redis (the only one here) before it is stopped.
+    const probe = new Redis({ port: redisPort, host: "127.0.0.1" });
+    try {
+      await eventually(async () => (await probe.keys("*lock:*")).length === 1, 10_000, "the run's lock in Redis", 10);
+    } finally {
+      probe.disconnect();
+    }
 
     await stopRedis(redis!);
     // The run's lease cannot be extended: the run is stopped and answered 503 before its 5 s are up.

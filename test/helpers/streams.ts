@@ -29,5 +29,3 @@ export function parseJsonl(text: string): Array<Record<string, unknown>> {
     .filter((line) => line !== "")
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
-
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from "../../src/config/load.ts";
 import { FakeChatModel } from "../../src/models/fake-chat-model.ts";
 import { createProviderHttpPool, poolSettings } from "../../src/models/http-pool.ts";
 import { REQUEST_MODEL_KEY } from "../../src/models/selection.ts";
+import { waitFor } from "../helpers/raw-http.ts";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
 import { FAKE_PROVIDER_ANSWER, FAKE_PROVIDER_KEY, startFakeProvider, type FakeProvider } from "../fixtures/providers/fake-provider.ts";
 
@@ -224,7 +225,8 @@ describe("default and deep-agent models", { concurrency: false }, () => {
   test("bin/agenthost exits 2 with the message when no model is configured", async () => {
     const root = path.resolve(import.meta.dirname, "../..");
     const child = spawn(path.join(root, "bin/agenthost"), [], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, AUTH_SECRET: TEST_TOKEN, PORT: "0", HOST: "127.0.0.1" },
+      // Ports of its own (0): the default METRICS_PORT may be taken by another process on this machine.
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, AUTH_SECRET: TEST_TOKEN, PORT: "0", METRICS_PORT: "0", HOST: "127.0.0.1" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stderr = "";
@@ -265,7 +267,7 @@ describe("the provider HTTP pool (LLM_HTTP_*)", () => {
       // A held-open request does not keep close() waiting past LLM_HTTP_SHUTDOWN_TIMEOUT.
       const hanging = pool.fetch(`${provider.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "behave-hang" }) });
       hanging.catch(() => {});
-      while (provider.hanging.size === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      await waitFor(() => provider.hanging.size > 0, "the provider to hold the request");
       await pool.close();
       await assert.rejects(hanging);
       await assert.rejects(pool.fetch(`${provider.url}/v1/chat/completions`, { method: "POST", body: "{}" }));

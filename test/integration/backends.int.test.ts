@@ -12,7 +12,6 @@ import { waitFor } from "../helpers/raw-http.ts";
 import { call, startService, type RunningService } from "../helpers/service.ts";
 import { DATABASE_URL, dropSchema, uniqueSchema, withClient } from "../helpers/postgres.ts";
 import { TcpProxy } from "../helpers/tcp-proxy.ts";
-import { sleep } from "../helpers/streams.ts";
 
 type Turn = { thread_id: string; usage_metadata: { input_tokens: number } };
 
@@ -160,12 +159,7 @@ describe("readiness follows the database", () => {
     assert.equal(((await run.json()) as { error_code: string }).error_code, "database_unavailable");
 
     await proxy.start(proxy.port);
-    let status = 0;
-    for (let i = 0; i < 40 && status !== 200; i++) {
-      status = (await fetch(`${service.url}/health/ready`)).status;
-      if (status !== 200) await sleep(250);
-    }
-    assert.equal(status, 200);
+    await waitFor(async () => (await fetch(`${service.url}/health/ready`)).status === 200, "readiness to see the database back");
     assert.equal((await call(service, "POST", "/invoke", { input: { message: "x" } })).status, 200);
   });
 });

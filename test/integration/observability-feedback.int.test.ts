@@ -4,7 +4,10 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { after, before, describe, test } from "node:test";
+import { Queue } from "bullmq";
 import { Redis } from "ioredis";
+import { FEEDBACK_QUEUE, feedbackJobId } from "../../src/feedback/queue.ts";
+import type { FeedbackRecord } from "../../src/observability/backends/types.ts";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
 import { eventually, fakeLangfuse, fakeLangsmith, otlpSpans, type FakeBackend } from "./observability-fakes.ts";
 
@@ -247,7 +250,20 @@ describe("BullMQ delivery", () => {
       const again = await call(service, "POST", "/chatbot-agent/feedback", body, ALICE);
       assert.equal(again.status, 201);
       assert.equal(((await again.json()) as { feedback_id: string }).feedback_id, answer.feedback_id);
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      // Nothing is left to deliver: the one job completed, and no job waits, runs or is scheduled.
+      const queue = new Queue(FEEDBACK_QUEUE, { connection: { url: REDIS_URL }, prefix: `${prefix}-inproc:bull` });
+      try {
+        assert.equal(await queue.getJobState(feedbackJobId({ id: answer.feedback_id } as FeedbackRecord)), "completed");
+        assert.deepEqual(await queue.getJobCounts("waiting", "active", "delayed", "prioritized", "completed"), {
+          waiting: 0,
+          active: 0,
+          delayed: 0,
+          prioritized: 0,
+          completed: 1,
+        });
+      } finally {
+        await queue.close();
+      }
       assert.equal(delivered().length, 1);
       assert.ok(service.logs.some((l) => l.msg === "feedback delivery failed; will retry" && l.feedback_id === answer.feedback_id));
     } finally {

@@ -35,7 +35,6 @@ let service: RunningService;
 let chat: { url: string; close(): Promise<void> };
 let context: BrowserContext;
 let profile: string;
-let documented: Set<string>;
 
 before(async () => {
   service = await startService({
@@ -44,8 +43,6 @@ before(async () => {
     AUTH_USERS: JSON.stringify({ [USER]: TOKEN }),
     FEEDBACK_SIGNING_SECRET: "feedback-signing-secret-for-the-browser-test",
   });
-  const openapi = (await (await fetch(`${service.url}/openapi.json`)).json()) as { paths: Record<string, unknown> };
-  documented = new Set(Object.keys(openapi.paths));
   chat = await startChatServer({ agenthostUrl: service.url, authSecret: TOKEN, userId: USER, host: "127.0.0.1", port: 0 });
   if (!existsSync(CHROMIUM)) return;
   profile = await mkdtemp(join(tmpdir(), "chat-page-profile-"));
@@ -124,11 +121,6 @@ async function send(page: Page, text: string): Promise<string> {
   return page.evaluate(() => (window as unknown as TeeWindow).chatBodies.at(-1) ?? "");
 }
 
-function missing(...routes: string[]): string | false {
-  const absent = routes.filter((r) => !documented.has(r));
-  return absent.length > 0 ? `agenthost does not serve ${absent.join(", ")} yet` : false;
-}
-
 const browserSkip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed`;
 
 test("the chat page in Chromium against agenthost", { skip: browserSkip }, async (t) => {
@@ -168,30 +160,22 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
     sources.push(await page.content());
   });
 
-  await t.test(
-    "gives thumbs-up feedback on the answer",
-    { skip: missing("/{agent_id}/feedback") },
-    async () => {
-      await page.locator(".msg.ai .feedback-up").last().click();
-      await page.waitForSelector(".feedback[data-sent='1']");
-      assert.equal(await page.isHidden("#error"), true);
-      assert.match((await page.textContent(".feedback-note")) ?? "", /Thanks/);
-    },
-  );
+  await t.test("gives thumbs-up feedback on the answer", async () => {
+    await page.locator(".msg.ai .feedback-up").last().click();
+    await page.waitForSelector(".feedback[data-sent='1']");
+    assert.equal(await page.isHidden("#error"), true);
+    assert.match((await page.textContent(".feedback-note")) ?? "", /Thanks/);
+  });
 
-  await t.test(
-    "reloading the URL restores the conversation from history",
-    { skip: missing("/{agent_id}/history") },
-    async () => {
-      await page.reload();
-      await idle(page);
-      await page.waitForSelector(".msg.ai");
-      assert.equal(await page.textContent(".msg.human"), "Hello from the browser");
-      assert.equal(await page.locator(".msg.ai p").first().textContent(), FAKE);
-      assert.equal(new URL(page.url()).searchParams.get("thread_id"), firstThread);
-      sources.push(await page.content());
-    },
-  );
+  await t.test("reloading the URL restores the conversation from history", async () => {
+    await page.reload();
+    await idle(page);
+    await page.waitForSelector(".msg.ai");
+    assert.equal(await page.textContent(".msg.human"), "Hello from the browser");
+    assert.equal(await page.locator(".msg.ai p").first().textContent(), FAKE);
+    assert.equal(new URL(page.url()).searchParams.get("thread_id"), firstThread);
+    sources.push(await page.content());
+  });
 
   await mkdir(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: new URL("chat-page.png", ARTIFACTS).pathname, fullPage: true });

@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { after, afterEach, before, test } from "node:test";
 import { FeedbackTokens } from "../../src/ui/feedback-tokens.ts";
 import { startChatServer } from "../../src/ui/server.ts";
-import { aiMessage, INFO, sendJson, sleep, sseFrame, startScriptedServer, startSse, type ScriptedServer } from "../client/scripted-server.ts";
+import { waitFor } from "../helpers/raw-http.ts";
+import { aiMessage, INFO, sendJson, sseFrame, startScriptedServer, startSse, type ScriptedServer } from "../client/scripted-server.ts";
 
 const TOKEN = "page-token-5e1f";
 const USER = "page-user-77";
@@ -146,7 +147,7 @@ test("closing the browser's request cancels the run's stream to agenthost", asyn
   });
   const reader = response.body!.getReader();
   await reader.read();
-  while (!closed) await sleep(5);
+  await waitFor(() => closed !== undefined, "the stream request at agenthost");
   controller.abort();
   await closed;
 });
