@@ -8,7 +8,7 @@ import {
   type CheckpointPendingWrite,
 } from "@langchain/langgraph-checkpoint";
 import type { RegisteredAgent } from "../agents/agent.ts";
-import { ApiError } from "../errors/api-error.ts";
+import { ServiceError } from "../errors/service-error.ts";
 import { MessageStoreSaver, messageCountOf } from "./message-store.ts";
 
 /** One page of a conversation's stored messages and how many it holds. */
@@ -44,8 +44,8 @@ export async function readHistoryPage(agent: RegisteredAgent, storageKey: string
   return { messages: onlyMessages(list.slice(offset, offset + limit)), total: list.length };
 }
 
-function tooLong(held: number, adding: number, max: number): ApiError {
-  return new ApiError("conversation_too_long", {
+function tooLong(held: number, adding: number, max: number): ServiceError {
+  return new ServiceError("conversation_too_long", {
     detail:
       `The conversation holds ${held} messages and this request would add ${adding}; CONVERSATION_MAX_MESSAGES allows ${max}. ` +
       "Start a new thread_id, or clear this conversation.",
@@ -85,7 +85,7 @@ interface MessagesChannel {
 function messagesChannelOf(agent: RegisteredAgent): MessagesChannel {
   const channel = (agent.graph.channels as Record<string, unknown>).messages as Partial<MessagesChannel> & { lc_graph_name?: string } | undefined;
   if (!channel || typeof channel.fromCheckpoint !== "function" || channel.lc_graph_name === "DeltaChannel") {
-    throw new ApiError("validation_failed", { detail: `Agent "${agent.name}" has no messages list to append to.` });
+    throw new ServiceError("validation_failed", { detail: `Agent "${agent.name}" has no messages list to append to.` });
   }
   return channel as MessagesChannel;
 }

@@ -7,8 +7,8 @@ import { AIMessage, HumanMessage, isBaseMessage, type BaseMessage } from "@langc
 import { storageKey } from "../../src/auth/storage-key.ts";
 import { appendMessages, conversationHead } from "../../src/checkpoints/history.ts";
 import { isMessageRefs, MessageStoreSaver } from "../../src/checkpoints/message-store.ts";
-import { FORBIDDEN_AGENT_CONFIG_KEYS } from "../../src/http/schemas.ts";
-import { JSON_MAX_BYTES, JSON_MAX_DEPTH } from "../../src/http/json-bounds.ts";
+import { FORBIDDEN_AGENT_CONFIG_KEYS } from "../../src/contract/requests.ts";
+import { JSON_MAX_BYTES, JSON_MAX_DEPTH } from "../../src/contract/json-bounds.ts";
 import { call, startService, type RunningService } from "../helpers/service.ts";
 import type { RegisteredAgent } from "../../src/agents/agent.ts";
 import { ALL_BACKENDS, sqliteBackend } from "./history-backends.ts";

@@ -1,5 +1,5 @@
 import type { Router } from "express";
-import { ApiError } from "../../errors/api-error.ts";
+import { ApiError } from "../api-error.ts";
 
 /**
  * Give every route of `router` a last handler that answers 405 `method_not_allowed`, with an
