@@ -53,7 +53,7 @@ export function createAuthenticator(config: Config): Authenticator {
 
 /**
  * The effective user of a request: the token's own identity, or for a trusted caller the
- * requested user_id (AUTH_SERVICE_USER_ID when omitted). A mismatch is refused with 403.
+ * requested user_id (AUTH_SERVICE_USER_ID when omitted). A mismatch is refused (forbidden_user).
  */
 export function effectiveUserId(principal: Principal, requested: string | undefined, serviceUser: string): string {
   if (principal.boundUserId === undefined) return requested ?? serviceUser;

@@ -70,7 +70,7 @@ export async function conversationHead(agent: RegisteredAgent, storageKey: strin
 }
 
 /**
- * Refuse (413 conversation_too_long) a run on a conversation that has no room for one more
+ * Refuse (conversation_too_long) a run on a conversation that has no room for one more
  * message. A run may add several (tool calls and their results); the cap is checked before it
  * starts, so a conversation can end a run a few messages past it, never start one there.
  */
@@ -95,7 +95,7 @@ function messagesChannelOf(agent: RegisteredAgent): MessagesChannel {
  * `messages` channel is the old list combined with the new messages through the graph's own
  * reducer. No node is credited with the update, so no node becomes due: the conversation stays
  * idle and the next run starts from the new list. Returns the list's new length; a list longer
- * than `maxMessages` is refused (413 conversation_too_long) and nothing is written.
+ * than `maxMessages` is refused (conversation_too_long) and nothing is written.
  */
 export async function appendMessages(
   agent: RegisteredAgent,

@@ -1,7 +1,7 @@
 /**
  * The failures the service's own code reports, by kind. Below the HTTP layer nothing knows a
  * status: code throws a ServiceError naming what went wrong, and the HTTP layer maps each kind to
- * its answer once (src/http/api-error.ts).
+ * its answer once (src/http/error-answer.ts, onto the catalogue in src/http/api-error.ts).
  *
  * Each kind is a refusal (the request cannot be served as asked: the caller's input, identity or
  * timing; answered 4xx) or a failure (the service or one of its dependencies failed; 5xx).
@@ -65,9 +65,4 @@ export class ServiceError extends Error {
   get refusal(): boolean {
     return SERVICE_ERROR_KINDS[this.kind] === "refusal";
   }
-}
-
-/** Whether `kind` names a refusal; for checks that hold a kind rather than an error. */
-export function isRefusalKind(kind: ServiceErrorKind): boolean {
-  return SERVICE_ERROR_KINDS[kind] === "refusal";
 }

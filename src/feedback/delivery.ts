@@ -23,8 +23,8 @@ export interface DeliveryOptions {
  * - OBSERVABILITY_BACKEND=empty: nothing to deliver to; feedback is acknowledged ("skipped").
  * - REDIS_URL set: a BullMQ job per feedback; the consumer retries through backend outages.
  *   Each HTTP worker also runs a consumer unless told not to (workers/jobs.ts runs one alone).
- * - otherwise inline: the request waits for the backend; a failure answers 503 so the caller
- *   knows to retry (nothing is dropped silently).
+ * - otherwise inline: the request waits for the backend; a failure is reported (feedback_unavailable)
+ *   so the caller knows to retry (nothing is dropped silently).
  */
 export function createFeedbackDelivery(
   config: Config,

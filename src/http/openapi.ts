@@ -127,7 +127,7 @@ function operationObject(id: string, operation: Operation, withAgent: boolean): 
 }
 
 /** Each operation's OpenAPI path: `/{agent_id}/x` and the default agent's `/x`, or just its own path. */
-export function documentedPaths(operation: Operation): Array<{ path: string; withAgent: boolean }> {
+function documentedPaths(operation: Operation): Array<{ path: string; withAgent: boolean }> {
   if (!operation.agentScoped) return [{ path: operation.path, withAgent: false }];
   return [
     { path: `/{agent_id}${operation.path}`, withAgent: true },

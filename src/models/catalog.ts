@@ -33,8 +33,8 @@ export interface ModelCatalog {
   /** The deep agent's model: fake, MODEL_CONFIGS.deep_agent, or the provider variables. */
   readonly deepAgent: BaseChatModel;
   /**
-   * The model a request selects, or undefined when it selects none. Throws a 422 ServiceError when the
-   * selection cannot be served.
+   * The model a request selects, or undefined when it selects none. Throws a validation_failed
+   * ServiceError when the selection cannot be served.
    */
   select(request: ModelSelectionRequest): BaseChatModel | undefined;
 }
