@@ -91,13 +91,22 @@ export class Turns {
       await held.release();
       throw error instanceof ServiceError ? error : classifyRunError(error, undefined, prepared);
     }
-    const stream = { run, finished: false, events: undefined as unknown as RunStream["events"] };
-    stream.events = this.events(stream, held, tokens);
-    return stream;
+    const progress = { finished: false };
+    return {
+      run,
+      events: this.events(run, held, tokens, progress),
+      get finished() {
+        return progress.finished;
+      },
+    };
   }
 
-  private async *events(stream: { run: PreparedRun; finished: boolean }, held: HeldConversation, tokens: boolean): AsyncGenerator<StreamEvent, void, undefined> {
-    const { run } = stream;
+  private async *events(
+    run: PreparedRun,
+    held: HeldConversation,
+    tokens: boolean,
+    progress: { finished: boolean },
+  ): AsyncGenerator<StreamEvent, void, undefined> {
     // A message that may be the final answer waits until the next event shows it is not.
     let candidate: StreamEvent | undefined;
     try {
@@ -107,7 +116,7 @@ export class Turns {
         if (mayBeFinal(event)) candidate = event;
         else yield event;
       }
-      stream.finished = true;
+      progress.finished = true;
     } catch (cause) {
       forgetUnsavedChanges(run.agent, run.storageKey);
       const failure = new RunFailure(classifyRunError(cause, held.signal.aborted ? held.signal.reason : undefined, run), run, cause);

@@ -1,4 +1,4 @@
-import type { ServiceError, ServiceErrorKind } from "../errors/service-error.ts";
+import type { ServiceErrorKind } from "../errors/service-error.ts";
 
 /**
  * Every failure the API reports, in one place: status, error_code, the fixed text a caller sees and
@@ -141,13 +141,5 @@ export class ApiError extends Error {
 
   toBody(): { detail: string; error_code?: string } {
     return this.errorCode ? { detail: this.detail, error_code: this.errorCode } : { detail: this.detail };
-  }
-
-  /** The answer to a domain error: its kind's entry, its own detail, and Retry-After when it names one. */
-  static of(error: ServiceError): ApiError {
-    return new ApiError(error.kind, {
-      ...(error.detail === undefined ? {} : { detail: error.detail }),
-      ...(error.retryAfter === undefined ? {} : { headers: { "Retry-After": error.retryAfter } }),
-    });
   }
 }

@@ -31,6 +31,14 @@ function fromLibraries(error: unknown): ApiError | undefined {
   return new ApiError("bad_request", { detail: "The request is malformed." });
 }
 
+/** A domain error's answer: its kind's entry, its own detail, and Retry-After when it names one. */
+function fromDomain(error: ServiceError): ApiError {
+  return new ApiError(error.kind, {
+    ...(error.detail === undefined ? {} : { detail: error.detail }),
+    ...(error.retryAfter === undefined ? {} : { headers: { "Retry-After": error.retryAfter } }),
+  });
+}
+
 /** The service's own errors: those it raised on purpose, as opposed to a library's or a bug. */
 export function isReported(error: unknown): boolean {
   return error instanceof ApiError || error instanceof ServiceError;
@@ -43,9 +51,9 @@ export function isReported(error: unknown): boolean {
  */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
-  if (error instanceof ServiceError) return ApiError.of(error);
+  if (error instanceof ServiceError) return fromDomain(error);
   const fromLibrary = fromLibraries(error);
   if (fromLibrary) return fromLibrary;
   const storage = classifyStorageError(error);
-  return storage ? ApiError.of(storage) : new ApiError("internal");
+  return storage ? fromDomain(storage) : new ApiError("internal");
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { namedSchemas } from "../contract/named-schemas.ts";
 import { errorCatalogue, type ErrorKind } from "./api-error.ts";
+import { REQUEST_ID } from "./middleware/request-context.ts";
 import { isStream, type Operation } from "./operation.ts";
 import { AUTHENTICATED_ERRORS, operations } from "./operations.ts";
 
@@ -14,7 +15,7 @@ type Json = Record<string, unknown>;
 
 const JSON_SCHEMA_OPTIONS = { target: "openapi-3.0", io: "input", unrepresentable: "any" } as const;
 
-const componentRef = (kind: "schemas" | "headers", name: string) => ({ $ref: `#/components/${kind}/${name}` });
+const componentRef = (kind: "schemas" | "headers" | "parameters", name: string) => ({ $ref: `#/components/${kind}/${name}` });
 
 /** The name a schema has in the contract; every schema the table uses must have one. */
 function schemaRef(schema: z.ZodType): Json {
@@ -33,6 +34,15 @@ const HEADERS: Record<string, Json> = {
   "WWW-Authenticate": { description: "The authentication scheme the service expects: Bearer.", schema: { type: "string" } },
   Connection: { description: "close: the service closes the connection after this answer.", schema: { type: "string" } },
   "Cache-Control": { description: "no-cache, no-transform: proxies must pass events through as they come.", schema: { type: "string" } },
+};
+
+/** The caller's own request id, echoed in X-Request-Id and logged (request-context middleware). */
+const REQUEST_ID_PARAMETER = {
+  name: "X-Request-Id",
+  in: "header",
+  required: false,
+  schema: { type: "string", pattern: REQUEST_ID.source },
+  description: "An id of the caller's choosing for this request; any other value is replaced by a new UUID.",
 };
 
 function headerRefs(names: Iterable<string>): Json {
@@ -108,17 +118,16 @@ const agentParameter = {
 
 /** The operation as OpenAPI describes it, with or without the agent segment. */
 function operationObject(id: string, operation: Operation, withAgent: boolean): Json {
-  const parameters = [...(withAgent ? [agentParameter] : []), ...parametersOf(operation)];
   const object: Json = {
     operationId: withAgent || !operation.agentScoped ? id : `${id}DefaultAgent`,
     summary: operation.agentScoped && !withAgent ? `${operation.summary} (default agent)` : operation.summary,
     tags: [operation.tag],
+    parameters: [...(withAgent ? [agentParameter] : []), ...parametersOf(operation), componentRef("parameters", "RequestId")],
     responses: {
       ...successResponses(operation),
       ...errorResponses([...(operation.public ? [] : AUTHENTICATED_ERRORS), ...operation.errors]),
     },
   };
-  if (parameters.length) object.parameters = parameters;
   if (operation.body) {
     object.requestBody = { required: operation.body.required, content: { "application/json": { schema: schemaRef(operation.body.schema) } } };
   }
@@ -173,6 +182,7 @@ export function buildOpenApiDocument(): Json {
     components: {
       schemas: componentSchemas(),
       headers: HEADERS,
+      parameters: { RequestId: REQUEST_ID_PARAMETER },
       securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
     },
     security: [{ bearer: [] }],

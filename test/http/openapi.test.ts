@@ -9,7 +9,7 @@ import { startService, type RunningService } from "../helpers/service.ts";
 type Document = {
   servers?: unknown[];
   paths: Record<string, Record<string, { operationId?: string; security?: unknown[]; responses: Record<string, { headers?: Record<string, unknown> }> }>>;
-  components: { headers?: Record<string, unknown> };
+  components: { headers?: Record<string, unknown>; parameters?: Record<string, { in?: string }> };
 };
 
 /** Routes of the app and the routers mounted on it: "METHOD path" for each method a route serves. */
@@ -52,6 +52,7 @@ describe("OpenAPI document", () => {
     assert.ok(ids.every((id) => typeof id === "string" && id.length > 0));
     assert.equal(new Set(ids).size, ids.length);
     for (const header of ["X-Request-Id", "Retry-After", "WWW-Authenticate"]) assert.ok(document.components.headers?.[header], header);
+    assert.equal(document.components.parameters?.RequestId?.in, "header", "the caller's X-Request-Id is a documented request header");
     const invoke = document.paths["/{agent_id}/invoke"]!.post!;
     assert.ok(invoke.responses["200"]!.headers?.["X-Request-Id"]);
     assert.ok(invoke.responses["401"]!.headers?.["WWW-Authenticate"]);
