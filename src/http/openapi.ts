@@ -3,7 +3,7 @@ import { namedSchemas } from "../contract/named-schemas.ts";
 import { errorCatalogue, type ErrorKind } from "./api-error.ts";
 import { REQUEST_ID } from "./middleware/request-context.ts";
 import { isStream, type Operation } from "./operation.ts";
-import { AUTHENTICATED_ERRORS, operations } from "./operations.ts";
+import { inheritedErrors, operations } from "./operations.ts";
 
 /**
  * The OpenAPI 3.0 document, generated from the route table: each operation's path (and the default
@@ -125,7 +125,7 @@ function operationObject(id: string, operation: Operation, withAgent: boolean): 
     parameters: [...(withAgent ? [agentParameter] : []), ...parametersOf(operation), componentRef("parameters", "RequestId")],
     responses: {
       ...successResponses(operation),
-      ...errorResponses([...(operation.public ? [] : AUTHENTICATED_ERRORS), ...operation.errors]),
+      ...errorResponses([...inheritedErrors(operation), ...operation.errors]),
     },
   };
   if (operation.body) {

@@ -19,13 +19,11 @@ import { infoResponseSchema, livenessSchema, readinessSchema } from "./service-s
  * (mount-operations.ts) and the OpenAPI document is generated from it (openapi.ts). Order matters:
  * the resume operations come before the run operations, so `/resume/stream` is the default agent's
  * resume stream, not agent "resume"'s stream.
+ *
+ * `errors` lists what the handler may report; what every operation of its kind may report (the
+ * token, the worker's capacity, an unknown agent, a body or query that does not parse) is added
+ * from the entry's shape (see inheritedErrors).
  */
-
-/** Failures every authenticated operation may report (the token, the worker's capacity, the deadline). */
-export const AUTHENTICATED_ERRORS = ["unauthenticated", "service_busy", "shutting_down", "request_timeout"] as const satisfies readonly ErrorKind[];
-
-/** Failures of an operation that reads a body or query. */
-const INPUT_ERRORS = ["validation_failed", "payload_too_large"] as const satisfies readonly ErrorKind[];
 
 /** Failures of taking a conversation's lock. */
 const LOCK_ERRORS = ["conversation_busy", "conversation_queue_timeout", "lock_unavailable"] as const satisfies readonly ErrorKind[];
@@ -33,8 +31,8 @@ const LOCK_ERRORS = ["conversation_busy", "conversation_queue_timeout", "lock_un
 /** Failures of reading a conversation back. */
 const STORAGE_ERRORS = ["conversation_unreadable", "database_unavailable"] as const satisfies readonly ErrorKind[];
 
-/** Refusals of an agent operation before anything runs. */
-const ADDRESS_ERRORS = ["unknown_agent", "forbidden_user", ...INPUT_ERRORS] as const satisfies readonly ErrorKind[];
+/** A conversation addressed for a user the token may not act for. */
+const ADDRESS_ERRORS = ["forbidden_user"] as const satisfies readonly ErrorKind[];
 
 /** What refuses a run before it starts (a stream reports anything later as an error event). */
 const RUN_START_ERRORS = [...ADDRESS_ERRORS, ...LOCK_ERRORS, ...STORAGE_ERRORS, "conversation_too_long"] as const satisfies readonly ErrorKind[];
@@ -203,4 +201,14 @@ export const operations = {
 } as const satisfies Record<string, Operation>;
 
 export type Operations = typeof operations;
+
+/** The failures an operation reports because of its shape: authenticated, agent-scoped, with a body or query. */
+export function inheritedErrors(operation: Operation): ErrorKind[] {
+  return [
+    ...(operation.public ? [] : (["unauthenticated", "service_busy", "shutting_down", "request_timeout"] as const)),
+    ...(operation.agentScoped ? (["unknown_agent"] as const) : []),
+    ...(operation.body || operation.query ? (["validation_failed"] as const) : []),
+    ...(operation.body ? (["payload_too_large"] as const) : []),
+  ];
+}
 export type OperationId = keyof Operations;
