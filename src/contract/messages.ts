@@ -48,7 +48,7 @@ const mediaBlockSchema = z
     return bytes === undefined ? rest : { ...rest, base64: bytes };
   });
 
-export const contentBlockSchema = z
+const contentBlockSchema = z
   .discriminatedUnion("type", [z.strictObject({ type: z.literal("text"), text: z.string() }), mediaBlockSchema])
   .register(namedSchemas, { id: "ContentBlock" });
 export type ContentBlock = z.output<typeof contentBlockSchema>;
@@ -56,7 +56,7 @@ export type ContentBlock = z.output<typeof contentBlockSchema>;
 export const messageContentSchema = z.union([z.string(), z.array(contentBlockSchema).min(1)]);
 
 /** The message types a ChatMessage can have; the original service's clients accept no others. */
-export const CHAT_MESSAGE_TYPES = ["human", "ai", "tool", "custom"] as const;
+const CHAT_MESSAGE_TYPES = ["human", "ai", "tool", "custom"] as const;
 
 export const chatMessageSchema = z
   .object({

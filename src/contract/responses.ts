@@ -24,12 +24,10 @@ const conversationOutcomeFields = {
 export const addMessagesResponseSchema = z
   .object({ ...conversationOutcomeFields, added: z.number().int(), total: z.number().int() })
   .register(namedSchemas, { id: "AddMessagesResponse" });
-export type AddMessagesResponse = z.input<typeof addMessagesResponseSchema>;
 
 export const clearHistoryResponseSchema = z
   .object({ ...conversationOutcomeFields, cleared: z.literal(true) })
   .register(namedSchemas, { id: "ClearHistoryResponse" });
-export type ClearHistoryResponse = z.input<typeof clearHistoryResponseSchema>;
 
 export const feedbackResponseSchema = z
   .object({

@@ -5,8 +5,8 @@ import { toChatMessage, toStoredMessage } from "../runs/message-mapping.ts";
 import type { Conversation, ConversationService } from "./conversation-service.ts";
 
 /** The default page, and the largest a caller may ask for unless HISTORY_MAX_PAGE_SIZE lowers it. */
-export const DEFAULT_PAGE_SIZE = 100;
-export const MAX_PAGE_SIZE = 1000;
+const DEFAULT_PAGE_SIZE = 100;
+const MAX_PAGE_SIZE = 1000;
 
 export interface HistoryDependencies {
   readonly conversations: ConversationService;

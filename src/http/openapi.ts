@@ -1,9 +1,11 @@
 import { z } from "zod";
+import { streamEventSchema } from "../contract/messages.ts";
 import { namedSchemas } from "../contract/named-schemas.ts";
 import { errorCatalogue, type ErrorKind } from "./api-error.ts";
 import { REQUEST_ID } from "./middleware/request-context.ts";
 import { isStream, type Operation } from "./operation.ts";
 import { inheritedErrors, operations } from "./operations.ts";
+import { errorBodySchema } from "./service-schemas.ts";
 
 /**
  * The OpenAPI 3.0 document, generated from the route table: each operation's path (and the default
@@ -63,7 +65,7 @@ function errorResponses(kinds: readonly ErrorKind[]): Json {
     responses[String(status)] = {
       description: entries.map((entry) => `\`${entry.code}\`: ${entry.detail}`).join(" "),
       headers: headerRefs(headers),
-      content: { "application/json": { schema: componentRef("schemas", "Error") } },
+      content: { "application/json": { schema: schemaRef(errorBodySchema) } },
     };
   }
   return responses;
@@ -96,7 +98,7 @@ function successResponses(operation: Operation): Json {
       "200": {
         description: operation.streamDescription,
         headers: headerRefs(["Cache-Control"]),
-        content: { [media]: { schema: componentRef("schemas", "StreamEvent") } },
+        content: { [media]: { schema: schemaRef(streamEventSchema) } },
       },
     };
   }

@@ -211,4 +211,3 @@ export function inheritedErrors(operation: Operation): ErrorKind[] {
     ...(operation.body ? (["payload_too_large"] as const) : []),
   ];
 }
-export type OperationId = keyof Operations;

@@ -3,7 +3,7 @@ import { shadowingKeyPath } from "../contract/json-bounds.ts";
 import { ServiceError } from "../errors/service-error.ts";
 
 /** Render zod issues as one readable line for `detail`. */
-export function describeIssues(error: z.ZodError): string {
+function describeIssues(error: z.ZodError): string {
   return error.issues
     .slice(0, 5)
     .map((issue) => (issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
