@@ -12,13 +12,15 @@ export type UnderLock = (run: PreparedRun, head: ConversationHead) => PreparedRu
 /**
  * A run that started and then failed: `error` is how to report it, `cause` what was thrown. Failures
  * before the run starts (a busy conversation, a full one, nothing pending to resume) are thrown as
- * plain ServiceErrors instead: they are answers to the request, not runs.
+ * plain ServiceErrors instead: they are answers to the request, not runs. A streamed run's message
+ * that was still held back when it failed comes with it, to be handed over before the failure.
  */
 export class RunFailure extends Error {
   constructor(
     readonly error: ServiceError,
     readonly run: PreparedRun,
     cause: unknown,
+    readonly undelivered?: StreamEvent,
   ) {
     super(error.message, { cause });
     this.name = "RunFailure";
@@ -119,10 +121,8 @@ export class Turns {
       progress.finished = true;
     } catch (cause) {
       forgetUnsavedChanges(run.agent, run.storageKey);
-      const failure = new RunFailure(classifyRunError(cause, held.signal.aborted ? held.signal.reason : undefined, run), run, cause);
-      await held.release();
-      if (candidate) yield candidate;
-      throw failure;
+      const error = classifyRunError(cause, held.signal.aborted ? held.signal.reason : undefined, run);
+      throw new RunFailure(error, run, cause, candidate);
     } finally {
       await held.release();
     }

@@ -79,15 +79,15 @@ function isDeadline(reason: unknown): boolean {
   return reason instanceof RunAborted && reason.reason === "deadline";
 }
 
-/** The error event that ends a failed stream, logged. */
-function failureEvent(thrown: unknown, logger: Logger, development: boolean): { event: StreamEvent; error: ApiError } {
+/** The events that end a failed stream (a message still held back, then the error), logged. */
+function failureEvents(thrown: unknown, logger: Logger, development: boolean): { events: StreamEvent[]; error: ApiError } {
   const failure = thrown instanceof RunFailure ? thrown : undefined;
   const error = toApiError(failure ? failure.error : thrown);
   if (failure) logRunFailure(logger, failure, error);
   else logger.error({ err: thrown }, "stream failed");
   const event: StreamEvent = { type: "error", content: describeForStream(development, error, failure ? failure.cause : thrown) };
   if (error.errorCode) event.error_code = error.errorCode;
-  return { event, error };
+  return { events: failure?.undelivered ? [failure.undelivered, event] : [event], error };
 }
 
 /**
@@ -109,19 +109,23 @@ export async function writeEventStream(res: Response, stream: RunStream, framing
   const keepalive = frames.keepalive
     ? setInterval(() => output.send(frames.keepalive!), settings.keepaliveSeconds * 1000)
     : undefined;
+  /** Write one event (counting a message's tokens); false when the client is gone. */
+  const emit = (event: StreamEvent): boolean => {
+    if (event.type === "message") metrics.countTokens(agent, event.content);
+    return output.send(frames.encode(event));
+  };
   let outcome = "client_disconnected";
   try {
     for await (const event of stream.events) {
-      if (event.type === "message") metrics.countTokens(agent, event.content);
-      if (!output.send(frames.encode(event))) return;
+      if (!emit(event)) return;
       keepalive?.refresh();
     }
     outcome = "ok";
     if (frames.done) output.send(frames.done);
   } catch (thrown) {
-    const { event, error } = failureEvent(thrown, scopeOf(res).logger, settings.development);
+    const { events, error } = failureEvents(thrown, scopeOf(res).logger, settings.development);
     outcome = error.errorCode ?? "error";
-    output.send(frames.encode(event));
+    for (const event of events) emit(event);
   } finally {
     clearInterval(keepalive);
     // A run that finished cleanly counts as ok even if its client left before the final message.
