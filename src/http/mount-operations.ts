@@ -1,6 +1,7 @@
 import { Router, type Request, type Response } from "express";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import type { Principal } from "../auth/principal.ts";
+import type { RunStream } from "../conversations/turns.ts";
 import { refuseOtherMethods } from "./middleware/method-not-allowed.ts";
 import { expressPath, isStream, type HandlerOf, type JsonOperation, type Operation, type OperationInput } from "./operation.ts";
 import { bodyWithQuery, parseBody, parseQuery } from "./parse-input.ts";
@@ -40,13 +41,14 @@ function inputOf(operation: Operation, req: Request, res: Response, agentNamed: 
   } as OperationInput<Operation>;
 }
 
+/** A handler as the mounter calls it; the table's types were checked where the handlers were written. */
 type AnyHandler = (input: OperationInput<Operation>) => unknown;
 
 function serve(operation: Operation, handler: AnyHandler, settings: MountSettings) {
   if (isStream(operation)) {
     return async (req: Request, res: Response) => {
       const input = inputOf(operation, req, res, settings.agentNamed);
-      const stream = (await handler(input)) as Awaited<ReturnType<HandlerOf<typeof operation>>>;
+      const stream = (await handler(input)) as RunStream;
       await writeEventStream(res, stream, operation.stream, settings.streams);
     };
   }
