@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Config } from "../config/schema.ts";
-import { ApiError } from "../errors/api-error.ts";
+import { ServiceError } from "../errors/service-error.ts";
 
 /** Who is calling, as derived from the bearer token and AUTH_MODE. Never taken from the body. */
 export interface Principal {
@@ -38,7 +38,7 @@ export function createAuthenticator(config: Config): Authenticator {
   return (header) => {
     if (openDevelopment) return developmentPrincipal;
     const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "");
-    if (!match) throw new ApiError("unauthenticated");
+    if (!match) throw new ServiceError("unauthenticated");
     const presented = digest(match[1]!);
     // Compare against every known token, without stopping at the first match.
     let found: Principal | undefined;
@@ -46,17 +46,17 @@ export function createAuthenticator(config: Config): Authenticator {
     for (const entry of userTokens) {
       if (sameToken(presented, entry.digest)) found = entry.principal;
     }
-    if (!found) throw new ApiError("unauthenticated");
+    if (!found) throw new ServiceError("unauthenticated");
     return found;
   };
 }
 
 /**
  * The effective user of a request: the token's own identity, or for a trusted caller the
- * requested user_id (AUTH_SERVICE_USER_ID when omitted). A mismatch is refused with 403.
+ * requested user_id (AUTH_SERVICE_USER_ID when omitted). A mismatch is refused (forbidden_user).
  */
 export function effectiveUserId(principal: Principal, requested: string | undefined, serviceUser: string): string {
   if (principal.boundUserId === undefined) return requested ?? serviceUser;
-  if (requested !== undefined && requested !== principal.boundUserId) throw new ApiError("forbidden_user");
+  if (requested !== undefined && requested !== principal.boundUserId) throw new ServiceError("forbidden_user");
   return principal.boundUserId;
 }

@@ -8,7 +8,7 @@ import {
   type CheckpointPendingWrite,
 } from "@langchain/langgraph-checkpoint";
 import type { RegisteredAgent } from "../agents/agent.ts";
-import { ApiError } from "../errors/api-error.ts";
+import { ServiceError } from "../errors/service-error.ts";
 import { messageCountOf } from "./message-store.ts";
 import { messageStoreOf } from "./timed-saver.ts";
 
@@ -45,8 +45,8 @@ export async function readHistoryPage(agent: RegisteredAgent, storageKey: string
   return { messages: onlyMessages(list.slice(offset, offset + limit)), total: list.length };
 }
 
-function tooLong(held: number, adding: number, max: number): ApiError {
-  return new ApiError("conversation_too_long", {
+function tooLong(held: number, adding: number, max: number): ServiceError {
+  return new ServiceError("conversation_too_long", {
     detail:
       `The conversation holds ${held} messages and this request would add ${adding}; CONVERSATION_MAX_MESSAGES allows ${max}. ` +
       "Start a new thread_id, or clear this conversation.",
@@ -71,7 +71,7 @@ export async function conversationHead(agent: RegisteredAgent, storageKey: strin
 }
 
 /**
- * Refuse (413 conversation_too_long) a run on a conversation that has no room for one more
+ * Refuse (conversation_too_long) a run on a conversation that has no room for one more
  * message. A run may add several (tool calls and their results); the cap is checked before it
  * starts, so a conversation can end a run a few messages past it, never start one there.
  */
@@ -86,7 +86,7 @@ interface MessagesChannel {
 function messagesChannelOf(agent: RegisteredAgent): MessagesChannel {
   const channel = (agent.graph.channels as Record<string, unknown>).messages as Partial<MessagesChannel> & { lc_graph_name?: string } | undefined;
   if (!channel || typeof channel.fromCheckpoint !== "function" || channel.lc_graph_name === "DeltaChannel") {
-    throw new ApiError("validation_failed", { detail: `Agent "${agent.name}" has no messages list to append to.` });
+    throw new ServiceError("validation_failed", { detail: `Agent "${agent.name}" has no messages list to append to.` });
   }
   return channel as MessagesChannel;
 }
@@ -96,7 +96,7 @@ function messagesChannelOf(agent: RegisteredAgent): MessagesChannel {
  * `messages` channel is the old list combined with the new messages through the graph's own
  * reducer. No node is credited with the update, so no node becomes due: the conversation stays
  * idle and the next run starts from the new list. Returns the list's new length; a list longer
- * than `maxMessages` is refused (413 conversation_too_long) and nothing is written.
+ * than `maxMessages` is refused (conversation_too_long) and nothing is written.
  */
 export async function appendMessages(
   agent: RegisteredAgent,

@@ -2,7 +2,7 @@ import { GraphRecursionError } from "@langchain/langgraph";
 import { UnreadableCheckpointError } from "../checkpoints/readable-serde.ts";
 import { isDatabaseError } from "../checkpoints/database-errors.ts";
 import { classifyProviderError } from "../models/provider-errors.ts";
-import { ApiError } from "./api-error.ts";
+import { ServiceError } from "./service-error.ts";
 
 /** Why a run's AbortSignal fired. Carried as the signal's reason. */
 export class RunAborted extends Error {
@@ -13,11 +13,11 @@ export class RunAborted extends Error {
 }
 
 /**
- * The catalogue's answer to a failure of the checkpoint database (DatabaseUnavailableError from the
+ * The error for a failure of the checkpoint database (DatabaseUnavailableError from the
  * storage layer, or a driver's error that reached here another way); undefined for anything else.
  */
-function classifyDatabaseError(error: unknown): ApiError | undefined {
-  return isDatabaseError(error) ? new ApiError("database_unavailable") : undefined;
+function classifyDatabaseError(error: unknown): ServiceError | undefined {
+  return isDatabaseError(error) ? new ServiceError("database_unavailable") : undefined;
 }
 
 /** An UnreadableCheckpointError anywhere in the error's cause chain. */
@@ -33,40 +33,40 @@ function isUnreadableConversation(error: unknown): boolean {
  * Storage failures outside a run (history read, append, clear): an unreadable conversation, an
  * unreachable database. Undefined when the error is neither.
  */
-export function classifyStorageError(error: unknown): ApiError | undefined {
-  if (isUnreadableConversation(error)) return new ApiError("conversation_unreadable");
+export function classifyStorageError(error: unknown): ServiceError | undefined {
+  if (isUnreadableConversation(error)) return new ServiceError("conversation_unreadable");
   return classifyDatabaseError(error);
 }
 
 /** What the run's request chose, where it changes how a failure is reported. */
 export interface RunChoices {
-  /** The request set recursion_limit: reaching it is the caller's outcome (422), not a server error. */
+  /** The request set recursion_limit: reaching it is the caller's outcome (a refusal), not a failure. */
   readonly callerRecursionLimit?: boolean;
 }
 
 /**
- * Turn whatever a run threw into the ApiError the caller sees. `abortReason` is the run signal's
+ * Turn whatever a run threw into the ServiceError that reports it. `abortReason` is the run signal's
  * reason when it fired: it explains an abort better than the error the graph threw for it.
  */
-export function classifyRunError(error: unknown, abortReason?: unknown, choices: RunChoices = {}): ApiError {
+export function classifyRunError(error: unknown, abortReason?: unknown, choices: RunChoices = {}): ServiceError {
   if (abortReason instanceof RunAborted) {
     switch (abortReason.reason) {
       case "deadline":
-        return new ApiError("request_timeout");
+        return new ServiceError("request_timeout");
       case "lock_lost":
-        return new ApiError("lock_unavailable", { detail: "The conversation lock was lost during the run; the run was stopped." });
+        return new ServiceError("lock_unavailable", { detail: "The conversation lock was lost during the run; the run was stopped." });
       case "shutdown":
-        return new ApiError("shutting_down");
+        return new ServiceError("shutting_down");
       case "client_disconnected":
-        return new ApiError("run_failed", { detail: "The client disconnected; the run was stopped." });
+        return new ServiceError("run_failed", { detail: "The client disconnected; the run was stopped." });
     }
   }
-  if (error instanceof ApiError) return error;
+  if (error instanceof ServiceError) return error;
   if (error instanceof GraphRecursionError) {
-    if (choices.callerRecursionLimit) return new ApiError("recursion_limit_requested");
-    return new ApiError("recursion_limit", {
+    if (choices.callerRecursionLimit) return new ServiceError("recursion_limit_requested");
+    return new ServiceError("recursion_limit", {
       detail: "The run reached its recursion limit before finishing; raise recursion_limit or simplify the request.",
     });
   }
-  return classifyStorageError(error) ?? classifyProviderError(error) ?? new ApiError("run_failed");
+  return classifyStorageError(error) ?? classifyProviderError(error) ?? new ServiceError("run_failed");
 }

@@ -1,5 +1,5 @@
 import type { Config } from "../config/schema.ts";
-import { ApiError } from "../errors/api-error.ts";
+import { ServiceError } from "../errors/service-error.ts";
 import type { Logger } from "../observability/logger.ts";
 import { DELIVERY_TIMEOUT_MS, type FeedbackRecord, type ObservabilityBackend } from "../observability/backends/types.ts";
 import { openFeedbackQueue, startFeedbackWorker, type FeedbackQueue, type FeedbackWorker } from "./queue.ts";
@@ -9,7 +9,7 @@ export type DeliveryOutcome = "delivered" | "queued" | "skipped";
 /** How feedback reaches the observability backend. */
 export interface FeedbackDelivery {
   readonly mode: "none" | "inline" | "queue";
-  /** Resolves once the feedback is safe (delivered or queued); throws ApiError 503 otherwise. */
+  /** Resolves once the feedback is safe (delivered or queued); throws ServiceError feedback_unavailable otherwise. */
   submit(record: FeedbackRecord, signal: AbortSignal, logger: Logger): Promise<DeliveryOutcome>;
   close(): Promise<void>;
 }
@@ -23,8 +23,8 @@ export interface DeliveryOptions {
  * - OBSERVABILITY_BACKEND=empty: nothing to deliver to; feedback is acknowledged ("skipped").
  * - REDIS_URL set: a BullMQ job per feedback; the consumer retries through backend outages.
  *   Each HTTP worker also runs a consumer unless told not to (workers/jobs.ts runs one alone).
- * - otherwise inline: the request waits for the backend; a failure answers 503 so the caller
- *   knows to retry (nothing is dropped silently).
+ * - otherwise inline: the request waits for the backend; a failure is reported (feedback_unavailable)
+ *   so the caller knows to retry (nothing is dropped silently).
  */
 export function createFeedbackDelivery(
   config: Config,
@@ -45,7 +45,7 @@ export function createFeedbackDelivery(
           await queue.add(record);
         } catch (error) {
           requestLogger.warn({ feedback_id: record.id, run_id: record.runId, err_type: (error as Error).name }, "feedback queue unavailable");
-          throw new ApiError("feedback_unavailable", { detail: "The feedback queue is unavailable; retry later." });
+          throw new ServiceError("feedback_unavailable", { detail: "The feedback queue is unavailable; retry later." });
         }
         return "queued";
       },
@@ -65,7 +65,7 @@ export function createFeedbackDelivery(
           { feedback_id: record.id, run_id: record.runId, backend: backend.kind, err_type: (error as Error)?.name },
           "feedback delivery failed",
         );
-        throw new ApiError("feedback_unavailable");
+        throw new ServiceError("feedback_unavailable");
       }
       return "delivered";
     },

@@ -1,4 +1,7 @@
 import express, { type Express } from "express";
+import { ConversationService } from "../conversations/conversation-service.ts";
+import { ConversationHistory } from "../conversations/history.ts";
+import { Turns } from "../conversations/turns.ts";
 import type { Runtime } from "../runtime.ts";
 import { admission } from "./middleware/admission.ts";
 import { authenticate } from "./middleware/authenticate.ts";
@@ -6,13 +9,15 @@ import { bodyDeadline } from "./middleware/body-deadline.ts";
 import { errorHandler, notFound } from "./middleware/errors.ts";
 import { refuseOtherMethods } from "./middleware/method-not-allowed.ts";
 import { requestContext } from "./middleware/request-context.ts";
+import { mountOperations, type MountSettings } from "./mount-operations.ts";
+import { operations } from "./operations.ts";
 import { docsRoutes } from "./routes/docs.ts";
-import { feedbackRoutes } from "./routes/feedback.ts";
-import { healthRoutes } from "./routes/health.ts";
-import { historyRoutes } from "./routes/history.ts";
-import { infoRoutes } from "./routes/info.ts";
-import { resumeRoutes } from "./routes/resume.ts";
-import { runRoutes } from "./routes/runs.ts";
+import { feedbackHandlers } from "./routes/feedback.ts";
+import { healthHandlers } from "./routes/health.ts";
+import { historyHandlers } from "./routes/history.ts";
+import { infoHandlers } from "./routes/info.ts";
+import { runHandlers } from "./routes/runs.ts";
+import type { Handlers, RouteServices } from "./routes/services.ts";
 
 export interface AppOptions {
   /** Liveness as the worker sees it; defaults to the runtime's stalled-run tracking. */
@@ -22,13 +27,52 @@ export interface AppOptions {
 /** The JSON parser reads no body on GET and HEAD (bodyDeadline closes such a connection after the answer). */
 const readsBody = (req: { method?: string }) => req.method !== "GET" && req.method !== "HEAD";
 
+/** The conversation services the routes call, over the runtime's registry, locks and storage. */
+function routeServices(runtime: Runtime): RouteServices {
+  const { config } = runtime;
+  const conversations = new ConversationService({
+    registry: runtime.registry,
+    locks: runtime.locks,
+    serviceUserId: config.AUTH_SERVICE_USER_ID,
+  });
+  return {
+    runtime,
+    conversations,
+    turns: new Turns({ conversations, maxMessages: config.CONVERSATION_MAX_MESSAGES }),
+    history: new ConversationHistory({
+      conversations,
+      maxPageSize: config.HISTORY_MAX_PAGE_SIZE,
+      maxMessages: config.CONVERSATION_MAX_MESSAGES,
+    }),
+  };
+}
+
 /**
  * The Express application, without listening. Order matters: every request's body is bounded in
  * time; probes and the reference are public; everything after `authenticate` needs a bearer token;
- * admission takes a worker slot before any body is read. Each router answers a method its paths do
- * not serve with 405 (public ones before authentication).
+ * admission takes a worker slot before any body is read. The operations come from the route table
+ * (operations.ts); each path answers a method it does not serve with 405 (public ones before
+ * authentication).
  */
 export function createApp(runtime: Runtime, options: AppOptions = {}): Express {
+  const services = routeServices(runtime);
+  const handlers: Handlers = {
+    ...healthHandlers(runtime, options.isLive ?? (() => runtime.runTracker.isLive())),
+    ...infoHandlers(services),
+    ...runHandlers(services),
+    ...historyHandlers(services),
+    ...feedbackHandlers(services),
+  };
+  const settings: MountSettings = {
+    agentNamed: (name) => services.conversations.agent(name),
+    streams: {
+      maxUnsentBytes: runtime.config.STREAM_MAX_UNSENT_BYTES,
+      keepaliveSeconds: runtime.config.STREAM_KEEPALIVE_INTERVAL,
+      development: runtime.config.ENV_MODE === "development",
+      metrics: runtime.metrics,
+    },
+  };
+
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
@@ -37,17 +81,13 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): Express {
   Object.defineProperty(app.request, "fresh", { configurable: true, enumerable: true, get: () => false });
   app.use(requestContext(runtime));
   app.use(bodyDeadline(runtime));
-  app.use(refuseOtherMethods(healthRoutes(runtime, options.isLive ?? (() => runtime.runTracker.isLive()))));
+  app.use(mountOperations(operations, handlers, settings, "public"));
   app.use(refuseOtherMethods(docsRoutes()));
   app.use(authenticate(runtime));
   app.use(admission(runtime));
   // Bodies are JSON whatever the Content-Type says, so `curl -d` works without a header.
   app.use(express.json({ limit: runtime.config.REQUEST_MAX_BYTES, type: readsBody, strict: true }));
-  app.use(refuseOtherMethods(infoRoutes(runtime)));
-  app.use(refuseOtherMethods(resumeRoutes(runtime)));
-  app.use(refuseOtherMethods(runRoutes(runtime)));
-  app.use(refuseOtherMethods(historyRoutes(runtime)));
-  app.use(refuseOtherMethods(feedbackRoutes(runtime)));
+  app.use(mountOperations(operations, handlers, settings, "authenticated"));
   app.use(notFound);
   app.use(errorHandler());
   return app;

@@ -10,7 +10,7 @@ export interface RequestScope {
   readonly requestId: string;
   readonly logger: Logger;
   principal?: Principal;
-  /** Aborts on the deadline or client disconnect; the lock's `lost` signal is joined by the route. */
+  /** Aborts on the deadline or client disconnect; the conversation service joins the lock's `lost` signal. */
   signal?: AbortSignal;
   /** Agent name, once the route resolved it (for logs). */
   agent?: string;

@@ -2,7 +2,7 @@ import http from "node:http";
 import type { Duplex } from "node:stream";
 import type { Express } from "express";
 import type { Config } from "../config/schema.ts";
-import { ApiError } from "../errors/api-error.ts";
+import { ApiError } from "./api-error.ts";
 import type { Logger } from "../observability/logger.ts";
 import { requestReadTimeoutMs } from "./middleware/body-deadline.ts";
 

@@ -1,7 +1,7 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { ConfigError } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
-import { ApiError } from "../errors/api-error.ts";
+import { ServiceError } from "../errors/service-error.ts";
 import { FakeChatModel } from "./fake-chat-model.ts";
 import type { ProviderHttpPool } from "./http-pool.ts";
 import { createProviderModel, type ModelSpec, type Provider, type ProviderDefaults } from "./providers.ts";
@@ -33,8 +33,8 @@ export interface ModelCatalog {
   /** The deep agent's model: fake, MODEL_CONFIGS.deep_agent, or the provider variables. */
   readonly deepAgent: BaseChatModel;
   /**
-   * The model a request selects, or undefined when it selects none. Throws a 422 ApiError when the
-   * selection cannot be served.
+   * The model a request selects, or undefined when it selects none. Throws a validation_failed
+   * ServiceError when the selection cannot be served.
    */
   select(request: ModelSelectionRequest): BaseChatModel | undefined;
 }
@@ -50,8 +50,8 @@ const NOTHING_CONFIGURED =
   "or a provider key (OPENAI_API_KEY, ANTHROPIC_API_KEY or GOOGLE_API_KEY; OPENAI_BASE_URL for an OpenAI-compatible server) " +
   "with DEFAULT_MODEL naming the model, or MODEL_CONFIGS.default";
 
-function invalid(detail: string): ApiError {
-  return new ApiError("validation_failed", { detail });
+function invalid(detail: string): ServiceError {
+  return new ServiceError("validation_failed", { detail });
 }
 
 export function createModelCatalog(config: Config, pool: Pick<ProviderHttpPool, "fetch" | "fetchWithTimeout">): ModelCatalog {

@@ -1,4 +1,4 @@
-import type { ContentBlock } from "../http/schemas.ts";
+import type { ContentBlock } from "../contract/messages.ts";
 
 /**
  * The API's content blocks (`input.message` as a list) as LangChain's standard (v1) content blocks,

@@ -1,4 +1,4 @@
-import { ApiError } from "../errors/api-error.ts";
+import { ServiceError } from "../errors/service-error.ts";
 
 /**
  * Recognise a model provider's failure inside whatever a run threw (LangChain and the agent
@@ -88,21 +88,21 @@ function collect(error: unknown): Facts {
 }
 
 /** The API error for a provider failure, or undefined when `error` is not one. */
-export function classifyProviderError(error: unknown): ApiError | undefined {
+export function classifyProviderError(error: unknown): ServiceError | undefined {
   const facts = collect(error);
   const { status } = facts;
   if (status !== undefined) {
-    if (status === 401 || status === 403) return new ApiError("model_authentication_failed");
+    if (status === 401 || status === 403) return new ServiceError("model_authentication_failed");
     if (status === 429) {
-      return new ApiError("model_rate_limited", facts.retryAfter ? { headers: { "Retry-After": facts.retryAfter } } : {});
+      return new ServiceError("model_rate_limited", facts.retryAfter ? { retryAfter: facts.retryAfter } : {});
     }
-    if (status === 408) return new ApiError("model_timeout");
-    if (status >= 500) return new ApiError("model_unavailable");
-    return new ApiError("model_request_rejected", {
+    if (status === 408) return new ServiceError("model_timeout");
+    if (status >= 500) return new ServiceError("model_unavailable");
+    return new ServiceError("model_request_rejected", {
       detail: `The model provider rejected the request (HTTP ${status}); check the model name and the input.`,
     });
   }
-  if (facts.timeout) return new ApiError("model_timeout");
-  if (facts.connection) return new ApiError("model_unavailable");
+  if (facts.timeout) return new ServiceError("model_timeout");
+  if (facts.connection) return new ServiceError("model_unavailable");
   return undefined;
 }

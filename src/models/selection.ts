@@ -1,16 +1,16 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { createMiddleware } from "langchain";
+import { REQUEST_MODEL_KEY } from "./request-model-key.ts";
 
-/**
+/*
  * How a request's model reaches the graph. The service resolves `model_config_key` or
- * `model_name`/`model_provider` before the run (422 when it cannot) and puts the chat model in
+ * `model_name`/`model_provider` before the run (refusing the request when it cannot) and puts the chat model in
  * `configurable[REQUEST_MODEL_KEY]`; a graph that supports runtime model selection picks it up when
  * it calls the model. The key is reserved: `agent_config` may not set it. Only primitive configurable
  * values are copied into trace metadata, so the model object never is; checkpoints never store
  * `configurable` at all.
  */
-export const REQUEST_MODEL_KEY = "agenthost_model";
 
 function isChatModel(value: unknown): value is BaseChatModel {
   return (

@@ -1,5 +1,5 @@
 import { AIMessageChunk, isBaseMessage, type BaseMessage } from "@langchain/core/messages";
-import type { ChatMessage, StreamEvent } from "../http/schemas.ts";
+import type { ChatMessage, StreamEvent } from "../contract/messages.ts";
 import { interruptMessage, interruptsOf, type PendingInterrupt } from "./interrupts.ts";
 import { toChatMessage } from "./message-mapping.ts";
 import type { PreparedRun } from "./prepare.ts";

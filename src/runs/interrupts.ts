@@ -1,12 +1,12 @@
 import { Command } from "@langchain/langgraph";
-import type { RegisteredAgent } from "../agents/agent.ts";
 import type { ConversationHead } from "../checkpoints/history.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Config } from "../config/schema.ts";
-import { ApiError } from "../errors/api-error.ts";
-import type { ChatMessage, ResumeRequest } from "../http/schemas.ts";
+import { ServiceError } from "../errors/service-error.ts";
+import type { ChatMessage } from "../contract/messages.ts";
+import type { ResumeRequest } from "../contract/requests.ts";
 import type { MessageContext } from "./message-mapping.ts";
-import { runEnvelope, type PreparedRun } from "./prepare.ts";
+import { runEnvelope, type PreparedRun, type RunConversation } from "./prepare.ts";
 
 /**
  * Interrupts: a graph that calls LangGraph's `interrupt()` pauses with its state saved. The run
@@ -83,27 +83,27 @@ export function pendingInterrupts(head: ConversationHead): PendingInterrupt[] {
   return interruptsOf(writes.filter(([task, channel]) => channel === "__interrupt__" && !finished.has(task)).flatMap(([, , value]) => value));
 }
 
-/** A resume run, before the lock: identity and addressing only; the Command is built under the lock. */
-export function prepareResume(config: Config, agent: RegisteredAgent, principal: Principal, body: ResumeRequest): PreparedRun {
-  return { ...runEnvelope(config, agent, principal, body), input: new Command({ resume: null }) };
+/** A resume run, before the lock: the envelope only; the Command is built under the lock. */
+export function prepareResume(config: Config, conversation: RunConversation, principal: Principal): PreparedRun {
+  return { ...runEnvelope(config, conversation, principal, {}), input: new Command({ resume: null }) };
 }
 
 /**
  * Under the conversation lock: check what is pending and aim the resume value at it. No pending
- * interrupt, or an interrupt_id that is not pending, is a 409; with several pending, the caller must
- * name one.
+ * interrupt, or an interrupt_id that is not pending, is refused; with several pending, the caller
+ * must name one.
  */
 export function aimResume(run: PreparedRun, head: ConversationHead, body: ResumeRequest): PreparedRun {
   const pending = pendingInterrupts(head);
   if (pending.length === 0) {
-    throw new ApiError("no_pending_interrupt", {
+    throw new ServiceError("no_pending_interrupt", {
       detail: `Conversation "${run.threadId}" has no pending interrupt to resume; start a new run instead.`,
     });
   }
   let target: string;
   if (body.interrupt_id !== undefined) {
     if (!pending.some((p) => p.id === body.interrupt_id)) {
-      throw new ApiError("interrupt_not_pending", {
+      throw new ServiceError("interrupt_not_pending", {
         detail: `Interrupt "${body.interrupt_id}" is not pending in conversation "${run.threadId}"; pending: ${pending.map((p) => p.id).join(", ")}.`,
       });
     }
@@ -111,7 +111,7 @@ export function aimResume(run: PreparedRun, head: ConversationHead, body: Resume
   } else if (pending.length === 1) {
     target = pending[0]!.id;
   } else {
-    throw new ApiError("interrupt_not_pending", {
+    throw new ServiceError("interrupt_not_pending", {
       detail: `Several interrupts are pending in conversation "${run.threadId}"; name one with interrupt_id (${pending.map((p) => p.id).join(", ")}).`,
     });
   }
@@ -150,14 +150,14 @@ function textOf(message: unknown): string {
     .join("");
 }
 
-/** One decision per requested action, each allowed by the request's review configuration (else 422). */
+/** One decision per requested action, each allowed by the request's review configuration (else refused). */
 function approvalAnswer(request: ApprovalRequest, text: string): { decisions: Decision[] } {
   const decision = decisionFromText(text);
   for (const action of request.actionRequests) {
     const review = request.reviewConfigs?.find((r) => r.actionName === action.name);
     const allowed = Array.isArray(review?.allowedDecisions) ? (review.allowedDecisions as unknown[]) : undefined;
     if (allowed && !allowed.includes(decision.type)) {
-      throw new ApiError("validation_failed", {
+      throw new ServiceError("validation_failed", {
         detail: `The pending approval of ${String(action.name)} allows ${allowed.join(", ")}; answer with one of those.`,
       });
     }

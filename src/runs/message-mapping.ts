@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { BaseMessage } from "@langchain/core/messages";
 import { AIMessage, ChatMessage as LangChainChatMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
 import { CUSTOM_ROLE, isCustomMessage } from "../agents/conversation-record.ts";
-import type { ChatMessage, ContentBlock, MessageInput } from "../http/schemas.ts";
+import type { ChatMessage, ContentBlock, MessageInput } from "../contract/messages.ts";
 import { STANDARD_CONTENT_METADATA, toApiBlocks, toLangChainBlocks } from "../models/content-blocks.ts";
 import { normalizeCompletion } from "../models/finish-reason.ts";
 

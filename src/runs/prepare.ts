@@ -3,23 +3,26 @@ import type { BaseMessage } from "@langchain/core/messages";
 import type { Command, LangGraphRunnableConfig } from "@langchain/langgraph";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import { signFeedbackProof } from "../auth/feedback-proof.ts";
-import { effectiveUserId, type Principal } from "../auth/principal.ts";
-import { storageKey } from "../auth/storage-key.ts";
+import type { Principal } from "../auth/principal.ts";
 import type { Config } from "../config/schema.ts";
-import { ApiError } from "../errors/api-error.ts";
-import type { InvokeRequest } from "../http/schemas.ts";
+import { ServiceError } from "../errors/service-error.ts";
+import type { InvokeRequest } from "../contract/requests.ts";
 import type { ModelCatalog } from "../models/catalog.ts";
-import { REQUEST_MODEL_KEY } from "../models/selection.ts";
+import { REQUEST_MODEL_KEY } from "../models/request-model-key.ts";
 import { humanMessageFrom } from "./message-mapping.ts";
 
-/** Everything a run needs, derived once from the request before the lock is taken. */
-export interface PreparedRun {
+/** The conversation a run belongs to, as the conversation service resolved it. */
+export interface RunConversation {
   readonly agent: RegisteredAgent;
   readonly userId: string;
   /** The public thread id the caller sees. */
   readonly threadId: string;
   /** The checkpoint thread id: always the storage key of (user, agent, thread). */
   readonly storageKey: string;
+}
+
+/** Everything a run needs, derived once from the request before the lock is taken. */
+export interface PreparedRun extends RunConversation {
   readonly runId: string;
   /** Set on the final answer for principals that need a proof to send feedback. */
   readonly feedbackToken: string | undefined;
@@ -29,21 +32,19 @@ export interface PreparedRun {
   readonly graphConfig: Omit<LangGraphRunnableConfig, "signal"> & { durability: Config["CHECKPOINT_DURABILITY"] };
   /** CHECK_INTERRUPTS: report a paused graph as an `interrupt` message. */
   readonly checkInterrupts: boolean;
-  /** The request set recursion_limit (reaching it is then a 422, not a server error). */
+  /** The request set recursion_limit (reaching it is then a refusal, not a failure). */
   readonly callerRecursionLimit: boolean;
 }
 
-/** Identity, addressing and the graph config shared by runs and resumes. */
+/** The run's id, its feedback proof and the graph config shared by runs and resumes. */
 export function runEnvelope(
   config: Config,
-  agent: RegisteredAgent,
+  conversation: RunConversation,
   principal: Principal,
-  request: { user_id?: string | undefined; thread_id?: string | undefined; recursion_limit?: number | undefined },
+  request: { recursion_limit?: number | undefined },
   configurable: Record<string, unknown> = {},
 ): Omit<PreparedRun, "input"> {
-  const userId = effectiveUserId(principal, request.user_id, config.AUTH_SERVICE_USER_ID);
-  const threadId = request.thread_id ?? randomUUID();
-  const key = storageKey(userId, agent.name, threadId);
+  const { agent, userId, threadId, storageKey: key } = conversation;
   const runId = randomUUID();
   const feedbackToken =
     principal.needsFeedbackProof && config.FEEDBACK_SIGNING_SECRET
@@ -74,31 +75,32 @@ function countAttachments(message: InvokeRequest["input"]["message"]): number {
   return typeof message === "string" ? 0 : message.filter((block) => block.type !== "text").length;
 }
 
+/** A new turn: the request's message, the model it selects, its agent_config. */
 export function prepareRun(
   config: Config,
-  agent: RegisteredAgent,
+  conversation: RunConversation,
   principal: Principal,
   body: InvokeRequest,
   models?: ModelCatalog,
 ): PreparedRun {
-  // Identity first (runEnvelope resolves it): a caller acting for another user learns nothing else.
-  const envelope = runEnvelope(config, agent, principal, body, body.agent_config);
+  const { agent } = conversation;
+  const envelope = runEnvelope(config, conversation, principal, body, body.agent_config);
 
   const selectsModel = body.model_config_key !== undefined || body.model_name !== undefined || body.model_provider !== undefined;
   if (selectsModel && !agent.supportsModelSelection) {
-    throw new ApiError("validation_failed", {
+    throw new ServiceError("validation_failed", {
       detail: `Agent "${agent.name}" does not support runtime model selection; omit model_config_key, model_name and model_provider.`,
     });
   }
   if (body.model_config_key !== undefined && !(body.model_config_key in config.MODEL_CONFIGS)) {
-    throw new ApiError("validation_failed", { detail: `model_config_key "${body.model_config_key}" is not a configured model.` });
+    throw new ServiceError("validation_failed", { detail: `model_config_key "${body.model_config_key}" is not a configured model.` });
   }
   if (countAttachments(body.input.message) > config.MULTIMODAL_MAX_ATTACHMENTS) {
-    throw new ApiError("payload_too_large", {
+    throw new ServiceError("payload_too_large", {
       detail: `The message has more than ${config.MULTIMODAL_MAX_ATTACHMENTS} attachments (MULTIMODAL_MAX_ATTACHMENTS).`,
     });
   }
-  // agent_config may not name REQUEST_MODEL_KEY (schemas.ts), so the selected model cannot be overridden.
+  // agent_config may not name REQUEST_MODEL_KEY (contract/requests.ts), so the selected model cannot be overridden.
   const model = selectsModel ? models?.select(body) : undefined;
   if (model) envelope.graphConfig.configurable = { ...envelope.graphConfig.configurable, [REQUEST_MODEL_KEY]: model };
 

@@ -1,6 +1,6 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { invokeRequestSchema } from "../../src/http/schemas.ts";
+import { invokeRequestSchema } from "../../src/contract/requests.ts";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
 
 describe("API reference and request logs", () => {

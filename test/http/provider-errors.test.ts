@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { errorCatalogue } from "../../src/errors/api-error.ts";
+import { errorCatalogue } from "../../src/http/api-error.ts";
 import { DEFAULT_REFUSAL_TEXT } from "../../src/models/finish-reason.ts";
 import { startService, type RunningService } from "../helpers/service.ts";
 import { closedPort, PROTOCOLS, run, type Outcome, type Protocol } from "../fixtures/providers/events.ts";

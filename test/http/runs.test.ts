@@ -157,7 +157,9 @@ describe("runs", () => {
     const principal = { kind: "shared-secret", boundUserId: undefined, needsFeedbackProof: false } as const;
     for (let round = 0; round < 4; round++) {
       const runs = Array.from({ length: 8 }, async (_, i) => {
-        const run = prepareRun(service.runtime.config, agent, principal, { input: { message: "hi" }, thread_id: `c${round}-${i}` }, service.runtime.models);
+        const threadId = `c${round}-${i}`;
+        const conversation = { agent, userId: "service", threadId, storageKey: storageKey("service", agent.name, threadId) };
+        const run = prepareRun(service.runtime.config, conversation, principal, { input: { message: "hi" }, thread_id: threadId }, service.runtime.models);
         const events: Array<{ type: string; content: unknown }> = [];
         for await (const event of streamRun(run, new AbortController().signal, { tokens: true })) events.push(event);
         return events;

@@ -44,8 +44,8 @@ test("far from the database, only what cannot be anything else counts: a bare EC
   assert.ok(isDatabaseError(new DatabaseUnavailableError("filedb", new Error("x"))));
   assert.ok(isDatabaseError(new Database.SqliteError("database is locked", "SQLITE_BUSY")));
   assert.equal(isDatabaseError(refused), false);
-  assert.equal(classifyRunError(new DatabaseUnavailableError("serverdb", refused)).errorCode, "database_unavailable");
-  assert.equal(classifyRunError(new Error("wrapped", { cause: new pg.DatabaseError("terminating connection", 0, "error") })).status, 503);
+  assert.equal(classifyRunError(new DatabaseUnavailableError("serverdb", refused)).kind, "database_unavailable");
+  assert.equal(classifyRunError(new Error("wrapped", { cause: new pg.DatabaseError("terminating connection", 0, "error") })).kind, "database_unavailable");
 });
 
 test("a failure described for a log has its code and first line, no stack, no connection string or password", () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ApiError } from "../../src/errors/api-error.ts";
+import { ServiceError } from "../../src/errors/service-error.ts";
 import { decisionFromText, interruptMessage, resumeValuesFromInput } from "../../src/runs/interrupts.ts";
 
 /** How an ordinary run's input answers pending interrupts (the original service's resume-by-message rules). */
@@ -26,7 +26,7 @@ test("an approval gets one decision per requested action; a decision the review 
   const strict = { actionRequests: [{ name: "write_file" }], reviewConfigs: [{ actionName: "write_file", allowedDecisions: ["approve"] }] };
   assert.throws(
     () => resumeValuesFromInput([{ id: "a", value: strict }], { message: "no" }),
-    (error: unknown) => error instanceof ApiError && error.status === 422 && /allows approve/.test(error.detail),
+    (error: unknown) => error instanceof ServiceError && error.kind === "validation_failed" && /allows approve/.test(error.detail ?? ""),
   );
   const blocks = resumeValuesFromInput([{ id: "a", value: approval("ls") }], { message: [{ type: "text", text: "approve" }] });
   assert.deepEqual(blocks, { a: { decisions: [{ type: "approve" }] } }, "content blocks are read as their text");

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { JSON_MAX_BYTES, JSON_MAX_DEPTH, jsonBoundsProblem, shadowingKeyPath } from "../../src/http/json-bounds.ts";
+import { JSON_MAX_BYTES, JSON_MAX_DEPTH, jsonBoundsProblem, shadowingKeyPath } from "../../src/contract/json-bounds.ts";
 
 test("depth counts containers: scalars 0, {} 1, the bound itself is allowed", () => {
   assert.equal(jsonBoundsProblem("x", 0), undefined);

@@ -2,7 +2,8 @@
 // headers, lc_error_code, undici codes), wrapped the way LangChain and agent middleware wrap them.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { ApiError } from "../../src/errors/api-error.ts";
+import type { ServiceError } from "../../src/errors/service-error.ts";
+import { toApiError } from "../../src/http/error-answer.ts";
 import { classifyProviderError } from "../../src/models/provider-errors.ts";
 
 const SECRET_TEXT = "sk-live-provider-said-something-private";
@@ -20,8 +21,10 @@ function wrapped(error: unknown, depth: number): unknown {
   return e;
 }
 
-function summary(error: ApiError | undefined) {
-  return error && { status: error.status, code: error.errorCode, retryAfter: error.headers["Retry-After"] };
+/** What the caller is answered for a classified provider error. */
+function summary(error: ServiceError | undefined) {
+  const answer = error && toApiError(error);
+  return answer && { status: answer.status, code: answer.errorCode, retryAfter: answer.headers["Retry-After"] };
 }
 
 test("HTTP statuses of the SDKs' error classes map to the catalogue", () => {
@@ -46,10 +49,10 @@ test("HTTP statuses of the SDKs' error classes map to the catalogue", () => {
 test("a rejected request says which status, never the provider's text", () => {
   const result = classifyProviderError(sdkError("BadRequestError", { status: 400, error: { message: SECRET_TEXT } }));
   assert.ok(result);
-  assert.match(result.detail, /HTTP 400/);
+  assert.match(toApiError(result).detail, /HTTP 400/);
   for (const kind of [401, 429, 500, 400]) {
     const e = classifyProviderError(sdkError("APIError", { status: kind }));
-    assert.ok(e && !e.detail.includes(SECRET_TEXT) && !e.message.includes(SECRET_TEXT), String(kind));
+    assert.ok(e && !toApiError(e).detail.includes(SECRET_TEXT) && !e.message.includes(SECRET_TEXT), String(kind));
   }
 });
 

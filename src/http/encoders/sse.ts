@@ -1,4 +1,4 @@
-import type { StreamEvent } from "../schemas.ts";
+import type { StreamEvent } from "../../contract/messages.ts";
 
 /** Server-Sent Events framing: one `data:` line per event, a blank line after each. */
 export const encodeSseEvent = (event: StreamEvent): string => `data: ${JSON.stringify(event)}\n\n`;

@@ -1,5 +1,5 @@
 import type { RequestHandler } from "express";
-import { ApiError } from "../../errors/api-error.ts";
+import { ApiError } from "../api-error.ts";
 import { RunAborted } from "../../errors/classify.ts";
 import type { Runtime } from "../../runtime.ts";
 import { scopeOf } from "../request-scope.ts";

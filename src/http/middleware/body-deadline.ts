@@ -1,6 +1,6 @@
 import type { Request, RequestHandler } from "express";
 import type { Config } from "../../config/schema.ts";
-import { ApiError } from "../../errors/api-error.ts";
+import { ApiError } from "../api-error.ts";
 import type { Runtime } from "../../runtime.ts";
 import { sendError } from "./errors.ts";
 

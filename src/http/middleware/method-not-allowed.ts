@@ -1,5 +1,5 @@
 import type { Router } from "express";
-import { ApiError } from "../../errors/api-error.ts";
+import { ApiError } from "../api-error.ts";
 
 /**
  * Give every route of `router` a last handler that answers 405 `method_not_allowed`, with an
@@ -9,7 +9,8 @@ import { ApiError } from "../../errors/api-error.ts";
  * router's routes are declared.
  *
  * Paths that two routes could both match (`/resume/stream`: the default agent's resume stream, or
- * agent "resume"'s stream) are answered by the first router mounted; all such overlaps serve POST only.
+ * agent "resume"'s stream) are answered by the route declared first (the route table puts resume
+ * before runs); all such overlaps serve POST only.
  */
 export function refuseOtherMethods(router: Router): Router {
   for (const layer of router.stack) {

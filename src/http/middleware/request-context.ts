@@ -3,7 +3,7 @@ import type { RequestHandler } from "express";
 import type { Runtime } from "../../runtime.ts";
 import { routeTemplate, type RequestScope } from "../request-scope.ts";
 
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
+export const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** A request id, a child logger, and one JSON log line when the response closes. */
 export function requestContext(runtime: Runtime): RequestHandler {

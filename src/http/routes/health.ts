@@ -1,5 +1,5 @@
-import { Router } from "express";
 import type { Runtime } from "../../runtime.ts";
+import type { Handlers } from "./services.ts";
 
 const PROBE_TIMEOUT_MS = 2_000;
 /** How long one answer to the dependency checks is reused: probes cannot load the database. */
@@ -59,16 +59,13 @@ export class ReadinessChecks {
 }
 
 /** Probes: no authentication, no data beyond pass/fail and the failing check's name. */
-export function healthRoutes(runtime: Runtime, isLive: () => boolean = () => true): Router {
-  const router = Router();
+export function healthHandlers(runtime: Runtime, isLive: () => boolean): Pick<Handlers, "liveness" | "readiness"> {
   const readiness = new ReadinessChecks(runtime);
-  router.get("/health/live", (_req, res) => {
-    const live = isLive();
-    res.status(live ? 200 : 503).json({ status: live ? "ok" : "stalled" });
-  });
-  router.get("/health/ready", async (_req, res) => {
-    const problems = await readiness.problems();
-    res.status(problems.length ? 503 : 200).json(problems.length ? { status: "unavailable", checks: problems } : { status: "ok" });
-  });
-  return router;
+  return {
+    liveness: () => (isLive() ? { status: 200, body: { status: "ok" } } : { status: 503, body: { status: "stalled" } }),
+    readiness: async () => {
+      const problems = await readiness.problems();
+      return problems.length ? { status: 503, body: { status: "unavailable", checks: problems } } : { status: 200, body: { status: "ok" } };
+    },
+  };
 }

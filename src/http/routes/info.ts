@@ -1,15 +1,11 @@
-import { Router } from "express";
-import type { Runtime } from "../../runtime.ts";
+import type { InfoResponse } from "../service-schemas.ts";
+import type { Handlers, RouteServices } from "./services.ts";
 
 /** GET /info: the agents and the default one. Model configurations are never listed. */
-export function infoRoutes(runtime: Runtime): Router {
-  const body = Object.freeze({
+export function infoHandlers({ runtime }: RouteServices): Pick<Handlers, "info"> {
+  const body: InfoResponse = Object.freeze({
     agents: [...runtime.registry.agents.values()].map((agent) => ({ key: agent.name, description: agent.description })),
     default_agent: runtime.registry.defaultAgent,
   });
-  const router = Router();
-  router.get("/info", (_req, res) => {
-    res.json(body);
-  });
-  return router;
+  return { info: () => ({ status: 200, body }) };
 }

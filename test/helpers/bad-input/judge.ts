@@ -1,4 +1,4 @@
-import { errorCatalogue } from "../../../src/errors/api-error.ts";
+import { errorCatalogue } from "../../../src/http/api-error.ts";
 import type { RawOutcome } from "./raw-http.ts";
 
 /** Why an answer is not acceptable; undefined when it is. */

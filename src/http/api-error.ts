@@ -1,6 +1,10 @@
+import type { ServiceErrorKind } from "../errors/service-error.ts";
+
 /**
- * Every failure the API reports, in one place: status, optional error_code and the fixed text a
- * caller sees. Handlers throw ApiError; the error middleware renders `{detail, error_code?}`.
+ * Every failure the API reports, in one place: status, error_code, the fixed text a caller sees and
+ * the headers it carries. The domain's kinds (ServiceError) and the transport's own (a malformed
+ * request, a method a path does not serve) are all here; `toApiError` is where a thrown error
+ * becomes one of these answers, and the error middleware renders it as `{detail, error_code}`.
  */
 interface CatalogueEntry {
   readonly status: number;
@@ -8,6 +12,8 @@ interface CatalogueEntry {
   readonly detail: string;
   /** Headers every response of this kind carries (the caller may add more). */
   readonly headers?: Readonly<Record<string, string>>;
+  /** Headers some responses of this kind carry (when the error names a value for them). */
+  readonly sometimes?: readonly string[];
 }
 
 export const errorCatalogue = {
@@ -79,7 +85,12 @@ export const errorCatalogue = {
   feedback_unavailable: { status: 503, code: "feedback_unavailable", detail: "The observability backend did not accept the feedback; retry later." },
   request_timeout: { status: 504, code: "request_timeout", detail: "The request deadline expired before the run finished." },
   model_authentication_failed: { status: 503, code: "model_authentication_failed", detail: "The model provider rejected the service's credentials; an operator must fix the model configuration." },
-  model_rate_limited: { status: 429, code: "model_rate_limited", detail: "The model provider's rate limit was reached; retry later." },
+  model_rate_limited: {
+    status: 429,
+    code: "model_rate_limited",
+    detail: "The model provider's rate limit was reached; retry later.",
+    sometimes: ["Retry-After"],
+  },
   model_timeout: { status: 504, code: "model_timeout", detail: "The model provider did not answer in time." },
   model_unavailable: { status: 503, code: "model_unavailable", detail: "The model provider is unavailable; retry later." },
   model_request_rejected: { status: 502, code: "model_request_rejected", detail: "The model provider rejected the request." },
@@ -93,7 +104,21 @@ export const errorCatalogue = {
   recursion_limit: { status: 500, code: "recursion_limit_exceeded", detail: "The run reached its recursion limit." },
   run_failed: { status: 500, code: "run_failed", detail: "The agent run failed." },
   internal: { status: 500, code: "internal_error", detail: "Internal server error." },
-} as const satisfies Record<string, CatalogueEntry>;
+} as const satisfies Record<ServiceErrorKind | TransportErrorKind, CatalogueEntry>;
+
+/** Kinds only the HTTP layer reports: the request as HTTP, before any route reads it. */
+type TransportErrorKind =
+  | "bad_request"
+  | "undecodable_body"
+  | "request_aborted"
+  | "not_found"
+  | "method_not_allowed"
+  | "request_body_timeout"
+  | "unsupported_encoding"
+  | "expectation_failed"
+  | "headers_too_large"
+  | "service_busy"
+  | "internal";
 
 export type ErrorKind = keyof typeof errorCatalogue;
 

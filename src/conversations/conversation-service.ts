@@ -1,0 +1,102 @@
+import { randomUUID } from "node:crypto";
+import type { ConversationLock } from "../admission/locks/conversation-lock.ts";
+import type { RegisteredAgent } from "../agents/agent.ts";
+import type { AgentRegistry } from "../agents/registry.ts";
+import { effectiveUserId, type Principal } from "../auth/principal.ts";
+import { storageKey } from "../auth/storage-key.ts";
+import { classifyRunError } from "../errors/classify.ts";
+import { ServiceError } from "../errors/service-error.ts";
+
+/** One conversation: whose it is, with which agent, under which public thread id and storage key. */
+export interface Conversation {
+  readonly agent: RegisteredAgent;
+  /** The effective user: the token's own, or the one a trusted caller named. */
+  readonly userId: string;
+  /** The public thread id the caller sees. */
+  readonly threadId: string;
+  /** The checkpoint thread id: always the storage key of (user, agent, thread). */
+  readonly storageKey: string;
+  /** The request named no thread: this conversation starts now, so nothing is stored in it yet. */
+  readonly created: boolean;
+}
+
+/** How a request addresses a conversation: the thread (absent: start one) and, for trusted callers, the user. */
+export interface ConversationAddress {
+  readonly thread_id?: string | undefined;
+  readonly user_id?: string | undefined;
+}
+
+/** The conversation held under its lock. `signal` aborts on the caller's signal or a lost lock. */
+export interface HeldConversation {
+  readonly signal: AbortSignal;
+  /** Free the conversation; safe to call more than once. */
+  release(): Promise<void>;
+}
+
+export interface ConversationServiceDependencies {
+  readonly registry: AgentRegistry;
+  readonly locks: ConversationLock;
+  /** The user a trusted caller acts as when it names none (AUTH_SERVICE_USER_ID). */
+  readonly serviceUserId: string;
+}
+
+/**
+ * Addresses conversations and runs work on them one request at a time. This is the only place a
+ * caller's identity, agent and thread become a storage key, and the only place the conversation
+ * lock is taken.
+ */
+export class ConversationService {
+  constructor(private readonly deps: ConversationServiceDependencies) {}
+
+  /** The named agent, or the default agent when no name is given. */
+  agent(name: string | undefined): RegisteredAgent {
+    const wanted = name ?? this.deps.registry.defaultAgent;
+    const agent = this.deps.registry.get(wanted);
+    if (!agent) throw new ServiceError("unknown_agent", { detail: `No agent named "${wanted}" is registered.` });
+    return agent;
+  }
+
+  /**
+   * The conversation `address` selects for `principal` with `agent`. Identity comes first: a caller
+   * naming a user it may not act for is refused before anything else is looked at.
+   */
+  resolve(principal: Principal, agent: RegisteredAgent, address: ConversationAddress): Conversation {
+    const userId = effectiveUserId(principal, address.user_id, this.deps.serviceUserId);
+    const created = address.thread_id === undefined;
+    const threadId = address.thread_id ?? randomUUID();
+    return { agent, userId, threadId, storageKey: storageKey(userId, agent.name, threadId), created };
+  }
+
+  /**
+   * Take the conversation's lock within `signal`. A busy conversation, a full queue or an expired
+   * wait is refused; an abort while waiting reports the abort's reason; a lock service that cannot
+   * answer is a failure.
+   */
+  async hold(conversation: Conversation, signal: AbortSignal): Promise<HeldConversation> {
+    let outcome;
+    try {
+      outcome = await this.deps.locks.acquire(conversation.storageKey, signal);
+    } catch (cause) {
+      throw new ServiceError("lock_unavailable", { cause });
+    }
+    if (!outcome.ok) {
+      if (outcome.reason === "aborted") throw classifyRunError(undefined, signal.reason);
+      throw new ServiceError(outcome.reason === "busy" ? "conversation_busy" : "conversation_queue_timeout");
+    }
+    const { lease } = outcome;
+    return { signal: AbortSignal.any([signal, lease.lost]), release: () => lease.release() };
+  }
+
+  /**
+   * Run `work` with the conversation held; the lock is released when it settles, before the caller
+   * answers, so the caller's next request never finds its own conversation busy.
+   */
+  async withConversation<T>(conversation: Conversation, signal: AbortSignal, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const held = await this.hold(conversation, signal);
+    try {
+      return await work(held.signal);
+    } finally {
+      await held.release();
+    }
+  }
+}

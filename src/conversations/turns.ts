@@ -1,0 +1,131 @@
+import { conversationHead, ensureRoomForRun, forgetUnsavedChanges, type ConversationHead } from "../checkpoints/history.ts";
+import type { ChatMessage, StreamEvent } from "../contract/messages.ts";
+import { classifyRunError } from "../errors/classify.ts";
+import { ServiceError } from "../errors/service-error.ts";
+import { invokeRun, streamRun } from "../runs/execute.ts";
+import type { PreparedRun } from "../runs/prepare.ts";
+import type { Conversation, ConversationService, HeldConversation } from "./conversation-service.ts";
+
+/** Work done under the conversation lock before the run starts (a resume aims at what is pending). */
+export type UnderLock = (run: PreparedRun, head: ConversationHead) => PreparedRun;
+
+/**
+ * A run that started and then failed: `error` is how to report it, `cause` what was thrown. Failures
+ * before the run starts (a busy conversation, a full one, nothing pending to resume) are thrown as
+ * plain ServiceErrors instead: they are answers to the request, not runs. A streamed run's message
+ * that was still held back when it failed comes with it, to be handed over before the failure.
+ */
+export class RunFailure extends Error {
+  constructor(
+    readonly error: ServiceError,
+    readonly run: PreparedRun,
+    cause: unknown,
+    readonly undelivered?: StreamEvent,
+  ) {
+    super(error.message, { cause });
+    this.name = "RunFailure";
+  }
+}
+
+/** A streamed run that holds its conversation until its events end (or the consumer stops reading). */
+export interface RunStream {
+  readonly run: PreparedRun;
+  readonly events: AsyncGenerator<StreamEvent, void, undefined>;
+  /** Set once the run itself finished cleanly, before its final message is handed over. */
+  readonly finished: boolean;
+}
+
+export interface TurnDependencies {
+  readonly conversations: ConversationService;
+  /** CONVERSATION_MAX_MESSAGES: a full conversation takes no new run. */
+  readonly maxMessages: number;
+}
+
+/** An AI message without tool calls: the run may end with it. */
+function mayBeFinal(event: StreamEvent): boolean {
+  return event.type === "message" && event.content.type === "ai" && event.content.tool_calls.length === 0;
+}
+
+/**
+ * Runs a prepared turn of a conversation under its lock: to the end (invoke) or as events (stream).
+ * The final message is handed over only after the lock is released, so a caller acting on it never
+ * finds its own conversation busy.
+ */
+export class Turns {
+  constructor(private readonly deps: TurnDependencies) {}
+
+  /**
+   * Under the lock, before the run: one read of the conversation's latest checkpoint answers both the
+   * message cap and, for a resume or a run on a paused conversation, what is pending.
+   */
+  private async start(run: PreparedRun, underLock: UnderLock | undefined): Promise<PreparedRun> {
+    const head = await conversationHead(run.agent, run.storageKey);
+    ensureRoomForRun(head, this.deps.maxMessages);
+    return underLock ? underLock(run, head) : run;
+  }
+
+  /** Run to the end and return the final message. */
+  invoke(conversation: Conversation, prepared: PreparedRun, signal: AbortSignal, underLock?: UnderLock): Promise<ChatMessage> {
+    return this.deps.conversations.withConversation(conversation, signal, async (runSignal) => {
+      let run = prepared;
+      try {
+        run = await this.start(run, underLock);
+        return await invokeRun(run, runSignal);
+      } catch (cause) {
+        forgetUnsavedChanges(run.agent, run.storageKey);
+        if (cause instanceof ServiceError && cause.refusal) throw cause;
+        throw new RunFailure(classifyRunError(cause, runSignal.aborted ? runSignal.reason : undefined, run), run, cause);
+      }
+    });
+  }
+
+  /**
+   * Take the lock and check the conversation, then hand back the run's events. Everything that
+   * refuses the run is thrown from here, before a single event exists; a failure of the run itself
+   * ends the events with a RunFailure.
+   */
+  async stream(conversation: Conversation, prepared: PreparedRun, signal: AbortSignal, tokens: boolean, underLock?: UnderLock): Promise<RunStream> {
+    const held = await this.deps.conversations.hold(conversation, signal);
+    let run: PreparedRun;
+    try {
+      run = await this.start(prepared, underLock);
+    } catch (error) {
+      await held.release();
+      throw error instanceof ServiceError ? error : classifyRunError(error, undefined, prepared);
+    }
+    const progress = { finished: false };
+    return {
+      run,
+      events: this.events(run, held, tokens, progress),
+      get finished() {
+        return progress.finished;
+      },
+    };
+  }
+
+  private async *events(
+    run: PreparedRun,
+    held: HeldConversation,
+    tokens: boolean,
+    progress: { finished: boolean },
+  ): AsyncGenerator<StreamEvent, void, undefined> {
+    // A message that may be the final answer waits until the next event shows it is not.
+    let candidate: StreamEvent | undefined;
+    try {
+      for await (const event of streamRun(run, held.signal, { tokens })) {
+        if (candidate) yield candidate;
+        candidate = undefined;
+        if (mayBeFinal(event)) candidate = event;
+        else yield event;
+      }
+      progress.finished = true;
+    } catch (cause) {
+      forgetUnsavedChanges(run.agent, run.storageKey);
+      const error = classifyRunError(cause, held.signal.aborted ? held.signal.reason : undefined, run);
+      throw new RunFailure(error, run, cause, candidate);
+    } finally {
+      await held.release();
+    }
+    if (candidate) yield candidate;
+  }
+}

@@ -1,0 +1,213 @@
+import { chatMessageSchema } from "../contract/messages.ts";
+import {
+  addMessagesRequestSchema,
+  clearHistoryRequestSchema,
+  feedbackRequestSchema,
+  historyQuerySchema,
+  invokeRequestSchema,
+  resumeRequestSchema,
+  resumeStreamRequestSchema,
+  streamRequestSchema,
+} from "../contract/requests.ts";
+import { addMessagesResponseSchema, clearHistoryResponseSchema, feedbackResponseSchema, historyPageSchema } from "../contract/responses.ts";
+import type { ErrorKind } from "./api-error.ts";
+import type { Operation } from "./operation.ts";
+import { infoResponseSchema, livenessSchema, readinessSchema } from "./service-schemas.ts";
+
+/**
+ * The route table: every operation of the API, once. The Express routes are mounted from it
+ * (mount-operations.ts) and the OpenAPI document is generated from it (openapi.ts). Order matters:
+ * the resume operations come before the run operations, so `/resume/stream` is the default agent's
+ * resume stream, not agent "resume"'s stream.
+ *
+ * `errors` lists what the handler may report; what every operation of its kind may report (the
+ * token, the worker's capacity, an unknown agent, a body or query that does not parse) is added
+ * from the entry's shape (see inheritedErrors).
+ */
+
+/** Failures of taking a conversation's lock. */
+const LOCK_ERRORS = ["conversation_busy", "conversation_queue_timeout", "lock_unavailable"] as const satisfies readonly ErrorKind[];
+
+/** Failures of reading a conversation back. */
+const STORAGE_ERRORS = ["conversation_unreadable", "database_unavailable"] as const satisfies readonly ErrorKind[];
+
+/** A conversation addressed for a user the token may not act for. */
+const ADDRESS_ERRORS = ["forbidden_user"] as const satisfies readonly ErrorKind[];
+
+/** What refuses a run before it starts (a stream reports anything later as an error event). */
+const RUN_START_ERRORS = [...ADDRESS_ERRORS, ...LOCK_ERRORS, ...STORAGE_ERRORS, "conversation_too_long"] as const satisfies readonly ErrorKind[];
+
+/** What ends a run that was answered in one piece. */
+const RUN_ERRORS = [
+  ...RUN_START_ERRORS,
+  "recursion_limit_requested",
+  "recursion_limit",
+  "model_authentication_failed",
+  "model_rate_limited",
+  "model_timeout",
+  "model_unavailable",
+  "model_request_rejected",
+  "run_failed",
+] as const satisfies readonly ErrorKind[];
+
+const RESUME_ERRORS = ["no_pending_interrupt", "interrupt_not_pending"] as const satisfies readonly ErrorKind[];
+
+const SSE_FRAMES = "`data: <StreamEvent JSON>` frames; `data: [DONE]` after a clean end. Error events can follow a 200.";
+const JSONL_LINES = "One StreamEvent JSON object per line; no completion marker.";
+const PAUSED_AGAIN = " A run that pauses again ends with a `message` event carrying the interrupts.";
+
+export const operations = {
+  liveness: {
+    method: "get",
+    path: "/health/live",
+    agentScoped: false,
+    public: true,
+    summary: "Liveness (no authentication)",
+    tag: "service",
+    errors: [],
+    responses: {
+      200: { description: "Live", schema: livenessSchema },
+      503: { description: "A run has stalled the worker", schema: livenessSchema },
+    },
+  },
+  readiness: {
+    method: "get",
+    path: "/health/ready",
+    agentScoped: false,
+    public: true,
+    summary: "Readiness (no authentication)",
+    tag: "service",
+    errors: [],
+    responses: {
+      200: { description: "Ready", schema: readinessSchema },
+      503: { description: "Not ready: shutting down, or a dependency check failed", schema: readinessSchema },
+    },
+  },
+  info: {
+    method: "get",
+    path: "/info",
+    agentScoped: false,
+    summary: "Registered agents and the default agent",
+    tag: "service",
+    errors: [],
+    responses: { 200: { description: "Agents", schema: infoResponseSchema } },
+  },
+  resume: {
+    method: "post",
+    path: "/resume",
+    agentScoped: true,
+    summary: "Resume a paused run (an approval, an answer) and return its final message",
+    tag: "runs",
+    body: { schema: resumeRequestSchema, required: true },
+    errors: [...RUN_ERRORS, ...RESUME_ERRORS],
+    responses: { 200: { description: "The final ChatMessage, or another interrupt message if the run paused again", schema: chatMessageSchema } },
+  },
+  resumeStream: {
+    method: "post",
+    path: "/resume/stream",
+    agentScoped: true,
+    summary: "Resume a paused run, streaming Server-Sent Events",
+    tag: "runs",
+    body: { schema: resumeStreamRequestSchema, required: true },
+    errors: [...RUN_START_ERRORS, ...RESUME_ERRORS],
+    stream: "sse",
+    streamDescription: SSE_FRAMES + PAUSED_AGAIN,
+  },
+  resumeStreamJsonl: {
+    method: "post",
+    path: "/resume/stream/jsonl",
+    agentScoped: true,
+    summary: "Resume a paused run, streaming JSON Lines",
+    tag: "runs",
+    body: { schema: resumeStreamRequestSchema, required: true },
+    errors: [...RUN_START_ERRORS, ...RESUME_ERRORS],
+    stream: "jsonl",
+    streamDescription: JSONL_LINES + PAUSED_AGAIN,
+  },
+  invoke: {
+    method: "post",
+    path: "/invoke",
+    agentScoped: true,
+    summary: "Run the agent and return its final message",
+    tag: "runs",
+    body: { schema: invokeRequestSchema, required: true },
+    errors: RUN_ERRORS,
+    responses: { 200: { description: "The final ChatMessage", schema: chatMessageSchema } },
+  },
+  stream: {
+    method: "post",
+    path: "/stream",
+    agentScoped: true,
+    summary: "Run the agent, streaming Server-Sent Events",
+    tag: "runs",
+    body: { schema: streamRequestSchema, required: true },
+    errors: RUN_START_ERRORS,
+    stream: "sse",
+    streamDescription: SSE_FRAMES,
+  },
+  streamJsonl: {
+    method: "post",
+    path: "/stream/jsonl",
+    agentScoped: true,
+    summary: "Run the agent, streaming JSON Lines",
+    tag: "runs",
+    body: { schema: streamRequestSchema, required: true },
+    errors: RUN_START_ERRORS,
+    stream: "jsonl",
+    streamDescription: JSONL_LINES,
+  },
+  readHistory: {
+    method: "get",
+    path: "/history",
+    agentScoped: true,
+    summary: "One page of a conversation's messages (reads take no conversation lock)",
+    tag: "history",
+    query: historyQuerySchema,
+    errors: [...ADDRESS_ERRORS, ...STORAGE_ERRORS],
+    responses: {
+      200: { description: "Messages in order, run_id null, no feedback proofs; follow next_offset until null", schema: historyPageSchema },
+    },
+  },
+  addMessages: {
+    method: "post",
+    path: "/history/add_messages",
+    agentScoped: true,
+    summary: "Append messages to a conversation without running the agent",
+    tag: "history",
+    body: { schema: addMessagesRequestSchema, required: true },
+    errors: [...ADDRESS_ERRORS, ...LOCK_ERRORS, ...STORAGE_ERRORS, "conversation_too_long"],
+    responses: { 201: { description: "Appended as a new checkpoint", schema: addMessagesResponseSchema } },
+  },
+  clearHistory: {
+    method: "delete",
+    path: "/history/clear",
+    agentScoped: true,
+    summary: "Delete every checkpoint, blob and pending write of a conversation (body or query parameters)",
+    tag: "history",
+    body: { schema: clearHistoryRequestSchema, required: false, orQuery: true },
+    errors: [...ADDRESS_ERRORS, ...LOCK_ERRORS, "database_unavailable"],
+    responses: { 200: { description: "Cleared", schema: clearHistoryResponseSchema } },
+  },
+  feedback: {
+    method: "post",
+    path: "/feedback",
+    agentScoped: true,
+    summary: "Record feedback on a run; it goes to the observability backend",
+    tag: "feedback",
+    body: { schema: feedbackRequestSchema, required: true },
+    errors: [...ADDRESS_ERRORS, "feedback_proof_required", "feedback_proof_invalid", "feedback_signing_unavailable", "feedback_unavailable"],
+    responses: { 201: { description: "Delivered, queued, or skipped (no backend)", schema: feedbackResponseSchema } },
+  },
+} as const satisfies Record<string, Operation>;
+
+export type Operations = typeof operations;
+
+/** The failures an operation reports because of its shape: authenticated, agent-scoped, with a body or query. */
+export function inheritedErrors(operation: Operation): ErrorKind[] {
+  return [
+    ...(operation.public ? [] : (["unauthenticated", "service_busy", "shutting_down", "request_timeout"] as const)),
+    ...(operation.agentScoped ? (["unknown_agent"] as const) : []),
+    ...(operation.body || operation.query ? (["validation_failed"] as const) : []),
+    ...(operation.body ? (["payload_too_large"] as const) : []),
+  ];
+}

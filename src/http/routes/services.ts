@@ -1,0 +1,17 @@
+import type { ConversationService } from "../../conversations/conversation-service.ts";
+import type { ConversationHistory } from "../../conversations/history.ts";
+import type { Turns } from "../../conversations/turns.ts";
+import type { Runtime } from "../../runtime.ts";
+import type { HandlersOf } from "../operation.ts";
+import type { Operations } from "../operations.ts";
+
+/** What the route handlers call: the conversation services, built once per app from the runtime. */
+export interface RouteServices {
+  readonly runtime: Runtime;
+  readonly conversations: ConversationService;
+  readonly turns: Turns;
+  readonly history: ConversationHistory;
+}
+
+/** A handler for every operation of the route table. */
+export type Handlers = HandlersOf<Operations>;

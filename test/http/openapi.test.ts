@@ -1,0 +1,75 @@
+// The OpenAPI document generated from the route table: it validates, names every operation, and
+// lists exactly the operations the Express app serves.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import SwaggerParser from "@apidevtools/swagger-parser";
+import { createApp } from "../../src/http/app.ts";
+import { startService, type RunningService } from "../helpers/service.ts";
+
+type Document = {
+  servers?: unknown[];
+  paths: Record<string, Record<string, { operationId?: string; security?: unknown[]; responses: Record<string, { headers?: Record<string, unknown> }> }>>;
+  components: { headers?: Record<string, unknown>; parameters?: Record<string, { in?: string }> };
+};
+
+/** Routes of the app and the routers mounted on it: "METHOD path" for each method a route serves. */
+function mountedOperations(stack: readonly unknown[], into = new Set<string>()): Set<string> {
+  for (const layer of stack as Array<{ route?: { path: string; stack: Array<{ method?: string }> }; handle?: { stack?: unknown[] } }>) {
+    if (layer.route) {
+      for (const handler of layer.route.stack) if (handler.method) into.add(`${handler.method.toUpperCase()} ${layer.route.path}`);
+    } else if (Array.isArray(layer.handle?.stack)) {
+      mountedOperations(layer.handle.stack, into);
+    }
+  }
+  return into;
+}
+
+/** An Express path as the document writes it: `{/:agentId}/x` is both `/{agent_id}/x` and `/x`. */
+function documentedForms(entry: string): string[] {
+  const [method, path] = entry.split(" ") as [string, string];
+  if (!path.startsWith("{/:agentId}")) return [`${method} ${path}`];
+  const rest = path.slice("{/:agentId}".length);
+  return [`${method} /{agent_id}${rest}`, `${method} ${rest}`];
+}
+
+describe("OpenAPI document", () => {
+  let service: RunningService;
+  let document: Document;
+  before(async () => {
+    service = await startService();
+    document = (await (await fetch(`${service.url}/openapi.json`)).json()) as Document;
+  });
+  after(() => service.close());
+
+  test("validates with swagger-parser", async () => {
+    // The parser takes its own document type (from openapi-types); ours is plain JSON as served.
+    await SwaggerParser.validate(structuredClone(document) as unknown as Awaited<ReturnType<typeof SwaggerParser.validate>>);
+  });
+
+  test("has servers, a unique operationId on every operation, and documented headers", () => {
+    assert.ok(document.servers?.length);
+    const ids = Object.values(document.paths).flatMap((item) => Object.values(item).map((operation) => operation.operationId));
+    assert.ok(ids.every((id) => typeof id === "string" && id.length > 0));
+    assert.equal(new Set(ids).size, ids.length);
+    for (const header of ["X-Request-Id", "Retry-After", "WWW-Authenticate"]) assert.ok(document.components.headers?.[header], header);
+    assert.equal(document.components.parameters?.RequestId?.in, "header", "the caller's X-Request-Id is a documented request header");
+    const invoke = document.paths["/{agent_id}/invoke"]!.post!;
+    assert.ok(invoke.responses["200"]!.headers?.["X-Request-Id"]);
+    assert.ok(invoke.responses["401"]!.headers?.["WWW-Authenticate"]);
+    assert.ok(invoke.responses["409"]!.headers?.["Retry-After"], "conversation_busy carries Retry-After");
+    assert.ok(invoke.responses["429"]!.headers?.["Retry-After"], "a provider's Retry-After is passed on");
+    assert.deepEqual(document.paths["/health/live"]!.get!.security, [], "probes need no token");
+  });
+
+  test("lists exactly the operations the app mounts", () => {
+    const mounted = mountedOperations(createApp(service.runtime).router.stack);
+    const reference = ["GET /openapi.json", "GET /docs", "GET /docs/init.js"];
+    for (const entry of reference) assert.ok(mounted.delete(entry), `${entry} is served`);
+    const fromRoutes = [...mounted].flatMap(documentedForms).sort();
+    const fromDocument = Object.entries(document.paths)
+      .flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`))
+      .sort();
+    assert.deepEqual(fromRoutes, fromDocument);
+    assert.ok(fromDocument.length >= 20);
+  });
+});
