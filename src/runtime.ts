@@ -124,7 +124,6 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     const locks = decorateLock(
       overrides.locks?.(config) ?? defaultConversationLock(config, logger),
       countLockOutcomes(metrics),
-      runTracker.watchLeases,
     );
     return {
       config,

@@ -33,9 +33,16 @@ export interface HeldConversation {
   release(): Promise<void>;
 }
 
+/** Watches each run from its start until it settles (stalled-run detection for liveness). */
+export interface RunWatcher {
+  /** Returns the function to call when the run settles. */
+  watch(signal: AbortSignal): () => void;
+}
+
 export interface ConversationServiceDependencies {
   readonly registry: AgentRegistry;
   readonly locks: ConversationLock;
+  readonly runs: RunWatcher;
   /** The user a trusted caller acts as when it names none (AUTH_SERVICE_USER_ID). */
   readonly serviceUserId: string;
 }
@@ -84,19 +91,42 @@ export class ConversationService {
       throw new ServiceError(outcome.reason === "busy" ? "conversation_busy" : "conversation_queue_timeout");
     }
     const { lease } = outcome;
-    return { signal: AbortSignal.any([signal, lease.lost]), release: () => lease.release() };
+    const runSignal = AbortSignal.any([signal, lease.lost]);
+    const settled = this.deps.runs.watch(runSignal);
+    let released: Promise<void> | undefined;
+    return {
+      signal: runSignal,
+      release: () => {
+        if (!released) {
+          settled();
+          released = lease.release();
+        }
+        return released;
+      },
+    };
   }
 
   /**
-   * Run `work` with the conversation held; the lock is released when it settles, before the caller
-   * answers, so the caller's next request never finds its own conversation busy.
+   * Run `work` on the conversation, one request at a time, and settle it before the caller answers,
+   * so the caller's next request never finds its own conversation busy. A conversation the request
+   * itself created needs no lock: its thread id is a fresh random one that nobody can name until
+   * this answer carries it, and the work settles before that.
    */
   async withConversation<T>(conversation: Conversation, signal: AbortSignal, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    const held = await this.hold(conversation, signal);
+    const held = conversation.created ? this.unshared(signal) : await this.hold(conversation, signal);
     try {
       return await work(held.signal);
     } finally {
       await held.release();
     }
+  }
+
+  /** A conversation nobody else can address yet: watched like any run, without a lock. */
+  private unshared(signal: AbortSignal): HeldConversation {
+    const settled = this.deps.runs.watch(signal);
+    return {
+      signal,
+      release: async () => settled(),
+    };
   }
 }

@@ -41,6 +41,8 @@ export interface TurnDependencies {
   readonly maxMessages: number;
 }
 
+const EMPTY_HEAD: ConversationHead = { messageCount: 0, pendingWrites: [] };
+
 /** An AI message without tool calls: the run may end with it. */
 function mayBeFinal(event: StreamEvent): boolean {
   return event.type === "message" && event.content.type === "ai" && event.content.tool_calls.length === 0;
@@ -58,8 +60,9 @@ export class Turns {
    * Under the lock, before the run: one read of the conversation's latest checkpoint answers both the
    * message cap and, for a resume or a run on a paused conversation, what is pending.
    */
-  private async start(run: PreparedRun, underLock: UnderLock | undefined): Promise<PreparedRun> {
-    const head = await conversationHead(run.agent, run.storageKey);
+  private async start(conversation: Conversation, run: PreparedRun, underLock: UnderLock | undefined): Promise<PreparedRun> {
+    // A conversation the request created has nothing stored yet: no read can tell more.
+    const head = conversation.created ? EMPTY_HEAD : await conversationHead(run.agent, run.storageKey);
     ensureRoomForRun(head, this.deps.maxMessages);
     return underLock ? underLock(run, head) : run;
   }
@@ -69,7 +72,7 @@ export class Turns {
     return this.deps.conversations.withConversation(conversation, signal, async (runSignal) => {
       let run = prepared;
       try {
-        run = await this.start(run, underLock);
+        run = await this.start(conversation, run, underLock);
         return await invokeRun(run, runSignal);
       } catch (cause) {
         forgetUnsavedChanges(run.agent, run.storageKey);
@@ -88,7 +91,7 @@ export class Turns {
     const held = await this.deps.conversations.hold(conversation, signal);
     let run: PreparedRun;
     try {
-      run = await this.start(prepared, underLock);
+      run = await this.start(conversation, prepared, underLock);
     } catch (error) {
       await held.release();
       throw error instanceof ServiceError ? error : classifyRunError(error, undefined, prepared);

@@ -33,6 +33,7 @@ function routeServices(runtime: Runtime): RouteServices {
   const conversations = new ConversationService({
     registry: runtime.registry,
     locks: runtime.locks,
+    runs: runtime.runTracker,
     serviceUserId: config.AUTH_SERVICE_USER_ID,
   });
   return {

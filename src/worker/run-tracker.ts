@@ -1,19 +1,16 @@
-import type { LockDecorator } from "../admission/locks/lock-decorator.ts";
-
 /**
- * Stalled-run detection for liveness. Every run holds a conversation lease from just before it
- * starts until its promise settles (the route releases it in `finally`), so a lease whose run
- * signal aborted (deadline, client gone, lock lost) but which is still held after `stallMs` belongs
- * to a run that will not finish aborting. One such run makes the worker not live: `/health/live`
- * answers 503 and the primary replaces the worker.
+ * Stalled-run detection for liveness. The conversation service reports every run from just before
+ * it starts until it settles (`watch`), so a run whose signal aborted (deadline, client gone, lock
+ * lost) but which has not settled after `stallMs` will not finish aborting. One such run makes the
+ * worker not live: `/health/live` answers 503 and the primary replaces the worker.
  */
 export class RunTracker {
-  /** Abort time (performance.now) of each held lease whose run was told to stop. */
+  /** Abort time (performance.now) of each unsettled run that was told to stop. */
   private readonly aborting = new Map<object, number>();
 
   constructor(private readonly stallMs: number) {}
 
-  /** Runs aborted longer than the bound ago and still holding their lease. */
+  /** Runs aborted longer than the bound ago and still not settled. */
   stalledCount(now = performance.now()): number {
     let count = 0;
     for (const since of this.aborting.values()) if (now - since >= this.stallMs) count++;
@@ -24,27 +21,15 @@ export class RunTracker {
     return this.stalledCount() === 0;
   }
 
-  /** Decorates the conversation lock: each lease is watched from its run's abort until its release. */
-  readonly watchLeases: LockDecorator = (acquire) => async (key, signal) => {
-    const outcome = await acquire(key, signal);
-    if (!outcome.ok) return outcome;
-    const { lease } = outcome;
+  /** Watch a run from its start; call the returned function when it settles. */
+  watch(signal: AbortSignal): () => void {
     const token = {};
-    const run = signal ? AbortSignal.any([signal, lease.lost]) : lease.lost;
     const onAbort = () => this.aborting.set(token, performance.now());
-    if (run.aborted) onAbort();
-    else run.addEventListener("abort", onAbort, { once: true });
-    return {
-      ok: true,
-      lease: {
-        lost: lease.lost,
-        waitedMs: lease.waitedMs,
-        release: () => {
-          run.removeEventListener("abort", onAbort);
-          this.aborting.delete(token);
-          return lease.release();
-        },
-      },
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+    return () => {
+      signal.removeEventListener("abort", onAbort);
+      this.aborting.delete(token);
     };
-  };
+  }
 }

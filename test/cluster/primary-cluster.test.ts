@@ -209,7 +209,8 @@ describe("cluster with primary-brokered locks", () => {
       (reply) => reply.status,
       (error: NodeJS.ErrnoException) => error.code,
     );
-    assert.ok(refused === "ECONNREFUSED" || refused === 503, `new request refused, got ${refused}`);
+    // A connection the closing listener had already queued is reset rather than refused: not served either way.
+    assert.ok(refused === "ECONNREFUSED" || refused === "ECONNRESET" || refused === 503, `new request refused, got ${refused}`);
 
     const reply = await stream;
     assert.equal(reply.status, 200);

@@ -6,6 +6,7 @@ import type { Principal } from "../../src/auth/principal.ts";
 import { storageKey } from "../../src/auth/storage-key.ts";
 import { ConversationService } from "../../src/conversations/conversation-service.ts";
 import { ServiceError } from "../../src/errors/service-error.ts";
+import { RunTracker } from "../../src/worker/run-tracker.ts";
 
 const agent = (name: string) => ({ name, description: "", graph: {} as RegisteredAgent["graph"], supportsModelSelection: false }) satisfies RegisteredAgent;
 const agents = new Map([["a", agent("a")], ["b", agent("b")]]);
@@ -26,8 +27,8 @@ class OneAtATime implements ConversationLock {
   async close(): Promise<void> {}
 }
 
-function service(locks: ConversationLock = new OneAtATime()) {
-  return new ConversationService({ registry, locks, serviceUserId: "service" });
+function service(locks: ConversationLock = new OneAtATime(), runs = new RunTracker(0)) {
+  return new ConversationService({ registry, locks, runs, serviceUserId: "service" });
 }
 
 const refusedAs = (kind: string) => (error: unknown) => error instanceof ServiceError && error.kind === kind;
@@ -83,4 +84,39 @@ test("a lock service that cannot answer is lock_unavailable; an abort while wait
   await assert.rejects(service(broken).hold(conversation, new AbortController().signal), refusedAs("lock_unavailable"));
   const aborted: ConversationLock = { ...broken, acquire: async () => ({ ok: false, reason: "aborted" }) };
   await assert.rejects(service(aborted).hold(conversation, new AbortController().signal), refusedAs("run_failed"));
+});
+
+test("a conversation the request created runs without the lock, watched like any run", async () => {
+  const locks = new OneAtATime();
+  const runs = new RunTracker(0);
+  const conversations = service(locks, runs);
+  const fresh = conversations.resolve(ann, agent("a"), {});
+  const stop = new AbortController();
+  const answer = await conversations.withConversation(fresh, stop.signal, async (signal) => {
+    assert.equal(locks.held.size, 0, "no lock taken for a thread nobody can name yet");
+    assert.equal(signal, stop.signal);
+    stop.abort();
+    assert.equal(runs.stalledCount(), 1, "an aborted run that has not settled is seen");
+    return "done";
+  });
+  assert.equal(answer, "done");
+  assert.equal(runs.stalledCount(), 0, "settled");
+
+  const named = conversations.resolve(ann, agent("a"), { thread_id: fresh.threadId });
+  await conversations.withConversation(named, new AbortController().signal, async () => {
+    assert.deepEqual([...locks.held], [named.storageKey], "a named thread is locked");
+  });
+});
+
+test("a held conversation is watched from the lock until its release, released once", async () => {
+  const locks = new OneAtATime();
+  const runs = new RunTracker(0);
+  const conversations = service(locks, runs);
+  const run = new AbortController();
+  const held = await conversations.hold(conversations.resolve(trusted, agent("a"), { thread_id: "t" }), run.signal);
+  run.abort();
+  assert.equal(runs.stalledCount(), 1);
+  await Promise.all([held.release(), held.release()]);
+  assert.equal(runs.stalledCount(), 0);
+  assert.equal(locks.held.size, 0);
 });

@@ -1,11 +1,10 @@
-// One way to decorate a conversation lock, and the two decorators the service puts on it.
+// One way to decorate a conversation lock, and the decorator the service puts on it.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { ConversationLock } from "../../src/admission/locks/conversation-lock.ts";
 import { decorateLock, type LockDecorator } from "../../src/admission/locks/lock-decorator.ts";
 import { MemoryConversationLock } from "../../src/admission/locks/memory-lock.ts";
 import { countLockOutcomes, ServiceMetrics } from "../../src/observability/metrics.ts";
-import { RunTracker } from "../../src/worker/run-tracker.ts";
 
 test("decorators wrap in order, the first next to the lock; ping and close reach the lock", async () => {
   const calls: string[] = [];
@@ -33,28 +32,23 @@ test("decorators wrap in order, the first next to the lock; ping and close reach
   assert.deepEqual(calls, ["outer in", "inner in", "lock k", "inner out", "outer out", "ping", "close"]);
 });
 
-test("the service's decorators: outcomes counted, an aborted run's lease watched until released", async () => {
+test("the service's decorator: lock outcomes counted", async () => {
   const metrics = new ServiceMetrics();
-  const tracker = new RunTracker(0);
   const base = new MemoryConversationLock({ waitMs: 60_000, maxWaiters: 1 });
-  const lock = decorateLock(base, countLockOutcomes(metrics), tracker.watchLeases);
+  const lock = decorateLock(base, countLockOutcomes(metrics));
   const value = async (name: string, labels: Record<string, string> = {}) => {
     const metric = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === name);
     return metric?.values.find((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))?.value;
   };
 
-  const run = new AbortController();
-  const held = await lock.acquire("k", run.signal);
+  const held = await lock.acquire("k");
   assert.ok(held.ok);
   const waiting = lock.acquire("k");
   assert.deepEqual(base.state("k"), { held: true, waiting: 1 });
   assert.deepEqual(await lock.acquire("k"), { ok: false, reason: "queue_full" });
   assert.equal(await value("agenthost_lock_conflicts_total", { reason: "queue_full" }), 1);
 
-  run.abort();
-  assert.equal(tracker.stalledCount(), 1, "aborted and still holding its lease");
   await held.lease.release();
-  assert.equal(tracker.stalledCount(), 0);
   const granted = await waiting;
   assert.ok(granted.ok);
   assert.equal(await value("agenthost_lock_waits_total"), 1, "the queued grant counts as a wait");
