@@ -26,7 +26,7 @@ export interface ConversationAddress {
   readonly user_id?: string | undefined;
 }
 
-/** The conversation held under its lock. `signal` aborts on the caller's signal or a lost lock. */
+/** The conversation held under its lock. `signal` is the run's: it aborts on the caller's stop or a lost lock. */
 export interface HeldConversation {
   readonly signal: AbortSignal;
   /** Free the conversation; safe to call more than once. */
@@ -75,29 +75,32 @@ export class ConversationService {
   }
 
   /**
-   * Take the conversation's lock within `signal`. A busy conversation, a full queue or an expired
-   * wait is refused; an abort while waiting reports the abort's reason; a lock service that cannot
-   * answer is a failure.
+   * Take the conversation's lock while `run` is not aborted. A busy conversation, a full queue or an
+   * expired wait is refused; an abort while waiting reports the abort's reason; a lock service that
+   * cannot answer is a failure. A lost lock aborts `run`: a run has one signal, whatever stops it.
    */
-  async hold(conversation: Conversation, signal: AbortSignal): Promise<HeldConversation> {
+  async hold(conversation: Conversation, run: AbortController): Promise<HeldConversation> {
     let outcome;
     try {
-      outcome = await this.deps.locks.acquire(conversation.storageKey, signal);
+      outcome = await this.deps.locks.acquire(conversation.storageKey, run.signal);
     } catch (cause) {
       throw new ServiceError("lock_unavailable", { cause });
     }
     if (!outcome.ok) {
-      if (outcome.reason === "aborted") throw classifyRunError(undefined, signal.reason);
+      if (outcome.reason === "aborted") throw classifyRunError(undefined, run.signal.reason);
       throw new ServiceError(outcome.reason === "busy" ? "conversation_busy" : "conversation_queue_timeout");
     }
     const { lease } = outcome;
-    const runSignal = AbortSignal.any([signal, lease.lost]);
-    const settled = this.deps.runs.watch(runSignal);
+    const onLost = () => run.abort(lease.lost.reason);
+    if (lease.lost.aborted) onLost();
+    else lease.lost.addEventListener("abort", onLost, { once: true });
+    const settled = this.deps.runs.watch(run.signal);
     let released: Promise<void> | undefined;
     return {
-      signal: runSignal,
+      signal: run.signal,
       release: () => {
         if (!released) {
+          lease.lost.removeEventListener("abort", onLost);
           settled();
           released = lease.release();
         }
@@ -112,8 +115,8 @@ export class ConversationService {
    * itself created needs no lock: its thread id is a fresh random one that nobody can name until
    * this answer carries it, and the work settles before that.
    */
-  async withConversation<T>(conversation: Conversation, signal: AbortSignal, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    const held = conversation.created ? this.unshared(signal) : await this.hold(conversation, signal);
+  async withConversation<T>(conversation: Conversation, run: AbortController, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const held = conversation.created ? this.unshared(run.signal) : await this.hold(conversation, run);
     try {
       return await work(held.signal);
     } finally {

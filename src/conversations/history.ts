@@ -41,15 +41,15 @@ export class ConversationHistory {
   }
 
   /** Append as one new checkpoint, under the lock; answers the conversation's new length. */
-  append(conversation: Conversation, messages: readonly MessageInput[], signal: AbortSignal): Promise<number> {
+  append(conversation: Conversation, messages: readonly MessageInput[], run: AbortController): Promise<number> {
     const stored = messages.map(toStoredMessage);
-    return this.deps.conversations.withConversation(conversation, signal, () =>
+    return this.deps.conversations.withConversation(conversation, run, () =>
       appendMessages(conversation.agent, conversation.storageKey, stored, this.deps.maxMessages),
     );
   }
 
   /** Delete everything stored for the conversation, under the lock. */
-  clear(conversation: Conversation, signal: AbortSignal): Promise<void> {
-    return this.deps.conversations.withConversation(conversation, signal, () => clearHistory(conversation.agent, conversation.storageKey));
+  clear(conversation: Conversation, run: AbortController): Promise<void> {
+    return this.deps.conversations.withConversation(conversation, run, () => clearHistory(conversation.agent, conversation.storageKey));
   }
 }

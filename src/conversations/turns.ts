@@ -68,8 +68,8 @@ export class Turns {
   }
 
   /** Run to the end and return the final message. */
-  invoke(conversation: Conversation, prepared: PreparedRun, signal: AbortSignal, underLock?: UnderLock): Promise<ChatMessage> {
-    return this.deps.conversations.withConversation(conversation, signal, async (runSignal) => {
+  invoke(conversation: Conversation, prepared: PreparedRun, control: AbortController, underLock?: UnderLock): Promise<ChatMessage> {
+    return this.deps.conversations.withConversation(conversation, control, async (runSignal) => {
       let run = prepared;
       try {
         run = await this.start(conversation, run, underLock);
@@ -87,8 +87,8 @@ export class Turns {
    * refuses the run is thrown from here, before a single event exists; a failure of the run itself
    * ends the events with a RunFailure.
    */
-  async stream(conversation: Conversation, prepared: PreparedRun, signal: AbortSignal, tokens: boolean, underLock?: UnderLock): Promise<RunStream> {
-    const held = await this.deps.conversations.hold(conversation, signal);
+  async stream(conversation: Conversation, prepared: PreparedRun, control: AbortController, tokens: boolean, underLock?: UnderLock): Promise<RunStream> {
+    const held = await this.deps.conversations.hold(conversation, control);
     let run: PreparedRun;
     try {
       run = await this.start(conversation, prepared, underLock);

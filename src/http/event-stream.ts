@@ -8,7 +8,7 @@ import type { ApiError } from "./api-error.ts";
 import { encodeJsonlEvent } from "./encoders/jsonl.ts";
 import { encodeSseEvent, SSE_DONE, SSE_KEEPALIVE } from "./encoders/sse.ts";
 import { toApiError } from "./error-answer.ts";
-import { scopeOf, signalOf } from "./request-scope.ts";
+import { runOf, scopeOf } from "./request-scope.ts";
 import { logRunFailure } from "./run-report.ts";
 
 type Framing = { contentType: string; encode: (event: StreamEvent) => string; done?: string; keepalive?: string };
@@ -136,7 +136,7 @@ export async function writeEventStream(res: Response, stream: RunStream, framing
     }
     metrics.runs.inc({ agent, outcome });
     res.end();
-    if (output.unsent > 0 && isDeadline(signalOf(res).reason)) {
+    if (output.unsent > 0 && isDeadline(runOf(res).signal.reason)) {
       // The deadline ends the stream now, not when a client that stopped reading takes the rest:
       // destroying the connection closes the response, which releases the admission slot.
       res.destroy();

@@ -5,7 +5,7 @@ import type { RunStream } from "../conversations/turns.ts";
 import { refuseOtherMethods } from "./middleware/method-not-allowed.ts";
 import { expressPath, isStream, type HandlerOf, type JsonOperation, type Operation, type OperationInput } from "./operation.ts";
 import { bodyWithQuery, parseBody, parseQuery } from "./parse-input.ts";
-import { principalOf, scopeOf, signalOf } from "./request-scope.ts";
+import { principalOf, runOf, scopeOf } from "./request-scope.ts";
 import { writeEventStream, type StreamSettings } from "./event-stream.ts";
 
 export interface MountSettings {
@@ -34,8 +34,8 @@ function inputOf(operation: Operation, req: Request, res: Response, agentNamed: 
     get principal(): Principal {
       return principalOf(res);
     },
-    get signal(): AbortSignal {
-      return signalOf(res);
+    get run(): AbortController {
+      return runOf(res);
     },
     logger: scopeOf(res).logger,
   } as OperationInput<Operation>;

@@ -61,8 +61,8 @@ export interface OperationInput<O extends Operation> {
   readonly sent: unknown;
   readonly agent: O["agentScoped"] extends true ? RegisteredAgent : undefined;
   readonly principal: Principal;
-  /** The request's signal: its deadline or the client's disconnect. */
-  readonly signal: AbortSignal;
+  /** The run's one controller: aborted at the deadline, on the client's disconnect, or when the conversation lock is lost. */
+  readonly run: AbortController;
   readonly logger: Logger;
 }
 

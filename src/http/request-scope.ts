@@ -4,14 +4,14 @@ import type { Logger } from "../observability/logger.ts";
 
 /**
  * Per-request state shared by the middleware and the route: who is calling, the request's logger,
- * and the signal that aborts its run (deadline or client disconnect; the route joins the lock's `lost`).
+ * and the one controller that stops its run (deadline, client disconnect, or a lost conversation lock).
  */
 export interface RequestScope {
   readonly requestId: string;
   readonly logger: Logger;
   principal?: Principal;
-  /** Aborts on the deadline or client disconnect; the conversation service joins the lock's `lost` signal. */
-  signal?: AbortSignal;
+  /** The run's one controller: admission aborts it at the deadline or a disconnect, the conversation service when its lock is lost. */
+  run?: AbortController;
   /** Agent name, once the route resolved it (for logs). */
   agent?: string;
 }
@@ -26,10 +26,10 @@ export function principalOf(res: Response): Principal {
   return principal;
 }
 
-export function signalOf(res: Response): AbortSignal {
-  const signal = scopeOf(res).signal;
-  if (!signal) throw new Error("route reached without admission");
-  return signal;
+export function runOf(res: Response): AbortController {
+  const run = scopeOf(res).run;
+  if (!run) throw new Error("route reached without admission");
+  return run;
 }
 
 /** The route template that matched (e.g. `{/:agentId}/invoke`), never the raw path with ids. */

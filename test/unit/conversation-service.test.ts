@@ -58,15 +58,15 @@ test("withConversation(): one request at a time, released however the work ends"
   const locks = new OneAtATime();
   const conversations = service(locks);
   const conversation = conversations.resolve(trusted, agent("a"), { thread_id: "t" });
-  const signal = new AbortController().signal;
-  const answer = await conversations.withConversation(conversation, signal, async () => {
-    await assert.rejects(conversations.withConversation(conversation, signal, async () => "second"), refusedAs("conversation_busy"));
+  const run = new AbortController();
+  const answer = await conversations.withConversation(conversation, run, async () => {
+    await assert.rejects(conversations.withConversation(conversation, run, async () => "second"), refusedAs("conversation_busy"));
     return "first";
   });
   assert.equal(answer, "first");
   assert.equal(locks.held.size, 0);
   await assert.rejects(
-    conversations.withConversation(conversation, signal, async () => {
+    conversations.withConversation(conversation, run, async () => {
       throw new Error("work failed");
     }),
     /work failed/,
@@ -81,9 +81,9 @@ test("a lock service that cannot answer is lock_unavailable; an abort while wait
     close: async () => {},
   };
   const conversation = service(broken).resolve(trusted, agent("a"), { thread_id: "t" });
-  await assert.rejects(service(broken).hold(conversation, new AbortController().signal), refusedAs("lock_unavailable"));
+  await assert.rejects(service(broken).hold(conversation, new AbortController()), refusedAs("lock_unavailable"));
   const aborted: ConversationLock = { ...broken, acquire: async () => ({ ok: false, reason: "aborted" }) };
-  await assert.rejects(service(aborted).hold(conversation, new AbortController().signal), refusedAs("run_failed"));
+  await assert.rejects(service(aborted).hold(conversation, new AbortController()), refusedAs("run_failed"));
 });
 
 test("a conversation the request created runs without the lock, watched like any run", async () => {
@@ -92,7 +92,7 @@ test("a conversation the request created runs without the lock, watched like any
   const conversations = service(locks, runs);
   const fresh = conversations.resolve(ann, agent("a"), {});
   const stop = new AbortController();
-  const answer = await conversations.withConversation(fresh, stop.signal, async (signal) => {
+  const answer = await conversations.withConversation(fresh, stop, async (signal) => {
     assert.equal(locks.held.size, 0, "no lock taken for a thread nobody can name yet");
     assert.equal(signal, stop.signal);
     stop.abort();
@@ -103,7 +103,7 @@ test("a conversation the request created runs without the lock, watched like any
   assert.equal(runs.stalledCount(), 0, "settled");
 
   const named = conversations.resolve(ann, agent("a"), { thread_id: fresh.threadId });
-  await conversations.withConversation(named, new AbortController().signal, async () => {
+  await conversations.withConversation(named, new AbortController(), async () => {
     assert.deepEqual([...locks.held], [named.storageKey], "a named thread is locked");
   });
 });
@@ -113,10 +113,31 @@ test("a held conversation is watched from the lock until its release, released o
   const runs = new RunTracker(0);
   const conversations = service(locks, runs);
   const run = new AbortController();
-  const held = await conversations.hold(conversations.resolve(trusted, agent("a"), { thread_id: "t" }), run.signal);
+  const held = await conversations.hold(conversations.resolve(trusted, agent("a"), { thread_id: "t" }), run);
   run.abort();
   assert.equal(runs.stalledCount(), 1);
   await Promise.all([held.release(), held.release()]);
   assert.equal(runs.stalledCount(), 0);
   assert.equal(locks.held.size, 0);
+});
+
+test("one signal per run: a lost lock aborts the run's own controller with the lock's reason", async () => {
+  const lost = new AbortController();
+  const losing: ConversationLock = {
+    acquire: async () => ({ ok: true, lease: { lost: lost.signal, waitedMs: 0, release: async () => {} } }),
+    ping: async () => {},
+    close: async () => {},
+  };
+  const run = new AbortController();
+  const held = await service(losing).hold(service(losing).resolve(trusted, agent("a"), { thread_id: "t" }), run);
+  assert.equal(held.signal, run.signal);
+  const reason = new Error("lease lost");
+  lost.abort(reason);
+  assert.equal(run.signal.reason, reason);
+  await held.release();
+
+  const later = new AbortController();
+  const again = await service(losing).hold(service(losing).resolve(trusted, agent("a"), { thread_id: "t" }), later);
+  assert.ok(later.signal.aborted, "a lease lost before it was handed over aborts the run at once");
+  await again.release();
 });

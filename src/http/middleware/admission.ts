@@ -44,7 +44,7 @@ export function admission(runtime: Runtime): RequestHandler {
       clearTimeout(deadline);
       release();
     });
-    scopeOf(res).signal = controller.signal;
+    scopeOf(res).run = controller;
     next();
   };
 }

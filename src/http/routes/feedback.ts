@@ -5,9 +5,9 @@ import type { Handlers, RouteServices } from "./services.ts";
 export function feedbackHandlers({ runtime }: RouteServices): Pick<Handlers, "feedback"> {
   const deps = { config: runtime.config, delivery: runtime.feedback };
   return {
-    feedback: async ({ agent, body, principal, signal, logger }) => ({
+    feedback: async ({ agent, body, principal, run, logger }) => ({
       status: 201,
-      body: await submitFeedback(deps, principal, agent, body, signal, logger),
+      body: await submitFeedback(deps, principal, agent, body, run.signal, logger),
     }),
   };
 }

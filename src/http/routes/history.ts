@@ -13,9 +13,9 @@ export function historyHandlers({ conversations, history }: RouteServices): Pick
       const conversation = conversations.resolve(principal, agent, query);
       return { status: 200, body: await history.page(conversation, query.offset ?? 0, query.limit) };
     },
-    addMessages: async ({ agent, body, sent, principal, signal }) => {
+    addMessages: async ({ agent, body, sent, principal, run }) => {
       const conversation = conversations.resolve(principal, agent, body);
-      const total = await history.append(conversation, body.messages, signal);
+      const total = await history.append(conversation, body.messages, run);
       const added = body.messages.length;
       return {
         status: 201,
@@ -29,9 +29,9 @@ export function historyHandlers({ conversations, history }: RouteServices): Pick
         },
       };
     },
-    clearHistory: async ({ agent, body, sent, principal, signal }) => {
+    clearHistory: async ({ agent, body, sent, principal, run }) => {
       const conversation = conversations.resolve(principal, agent, body);
-      await history.clear(conversation, signal);
+      await history.clear(conversation, run);
       return {
         status: 200,
         body: {

@@ -12,7 +12,7 @@ interface Asked<B> {
   readonly agent: RegisteredAgent;
   readonly body: B;
   readonly principal: Principal;
-  readonly signal: AbortSignal;
+  readonly run: AbortController;
 }
 
 /**
@@ -47,25 +47,25 @@ export function runHandlers(services: RouteServices): Pick<Handlers, "invoke" | 
 
   const streamed = (asked: Asked<InvokeRequest & { stream_tokens: boolean }>): Promise<RunStream> => {
     const { conversation, run, underLock } = newTurn(asked);
-    return turns.stream(conversation, run, asked.signal, asked.body.stream_tokens, underLock);
+    return turns.stream(conversation, run, asked.run, asked.body.stream_tokens, underLock);
   };
 
   const resumeStreamed = (asked: Asked<ResumeRequest & { stream_tokens: boolean }>): Promise<RunStream> => {
     const { conversation, run, underLock } = resumeTurn(asked);
-    return turns.stream(conversation, run, asked.signal, asked.body.stream_tokens, underLock);
+    return turns.stream(conversation, run, asked.run, asked.body.stream_tokens, underLock);
   };
 
   return {
     invoke: async (asked) => {
       const { conversation, run, underLock } = newTurn(asked);
-      const answer = turns.invoke(conversation, run, asked.signal, underLock);
+      const answer = turns.invoke(conversation, run, asked.run, underLock);
       return { status: 200, body: await countedRun(metrics, asked.logger, run.agent.name, answer) };
     },
     stream: streamed,
     streamJsonl: streamed,
     resume: async (asked) => {
       const { conversation, run, underLock } = resumeTurn(asked);
-      const answer = turns.invoke(conversation, run, asked.signal, underLock);
+      const answer = turns.invoke(conversation, run, asked.run, underLock);
       return { status: 200, body: await countedRun(metrics, asked.logger, run.agent.name, answer) };
     },
     resumeStream: resumeStreamed,
