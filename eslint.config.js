@@ -3,7 +3,7 @@ import globals from "globals";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/", "test/artifacts/", "data/", ".scratch/"] },
+  { ignores: ["node_modules/", "test/artifacts/", "data/", ".scratch/", "dist/", "packages/*/dist/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   { languageOptions: { globals: { ...globals.node } } },
