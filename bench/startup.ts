@@ -8,6 +8,10 @@
  *
  *   npm run build && npm run bench:startup
  *   npm run bench:startup -- --repeat=9
+ *   npm run bench:startup -- --baseline=/tmp/old   # also an older checkout's sources through tsx
+ *
+ * `--baseline` names a folder holding another version's sources (`git archive <commit> | tar -x`,
+ * with node_modules linked to this one's) to compare against.
  */
 import { spawn } from "node:child_process";
 import fs from "node:fs";
@@ -16,11 +20,13 @@ import path from "node:path";
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const repeat = Number(args.repeat ?? 5);
 const root = path.resolve(import.meta.dirname, "..");
-const MODES = {
-  tsx: ["--import", import.meta.resolve("tsx"), path.join(root, "src/cluster/main.ts")],
+const tsx = import.meta.resolve("tsx");
+const MODES: Record<string, readonly string[]> = {
+  ...(args.baseline ? { baseline: ["--import", tsx, path.join(path.resolve(args.baseline), "src/cluster/main.ts")] } : {}),
+  tsx: ["--import", tsx, path.join(root, "src/cluster/main.ts")],
   compiled: [path.join(root, "dist/src/cluster/main.js")],
-} as const;
-type Mode = keyof typeof MODES;
+};
+type Mode = string;
 
 interface Sample {
   /** Primary spawned → worker listening. */
@@ -38,7 +44,7 @@ function rssMb(pid: number): number {
 
 function startOnce(mode: Mode): Promise<Sample> {
   const spawnedAt = performance.now();
-  const child = spawn(process.execPath, [...MODES[mode]], {
+  const child = spawn(process.execPath, [...(MODES[mode] ?? [])], {
     cwd: root,
     env: {
       PATH: process.env.PATH,
@@ -84,18 +90,18 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
-if (!fs.existsSync(MODES.compiled[0])) {
+if (!fs.existsSync(MODES.compiled?.[0] ?? "")) {
   console.error("dist/ is missing: run npm run build first");
   process.exit(1);
 }
-const samples: Record<Mode, Sample[]> = { tsx: [], compiled: [] };
+const samples: Record<Mode, Sample[]> = Object.fromEntries(Object.keys(MODES).map((mode) => [mode, []]));
 for (let i = 0; i < repeat; i++) {
-  for (const mode of Object.keys(MODES) as Mode[]) samples[mode].push(await startOnce(mode));
+  for (const mode of Object.keys(MODES)) samples[mode]?.push(await startOnce(mode));
 }
 console.log(`worker start-up, one worker, medians of ${repeat} (Node ${process.version})`);
 console.log("mode       primary→listening  fork→listening  worker RSS");
-for (const mode of Object.keys(MODES) as Mode[]) {
-  const s = samples[mode];
+for (const mode of Object.keys(MODES)) {
+  const s = samples[mode] ?? [];
   const total = median(s.map((x) => x.totalMs)) / 1000;
   const worker = median(s.map((x) => x.workerMs)) / 1000;
   const rss = median(s.map((x) => x.workerRssMb));
