@@ -5,7 +5,10 @@
 // library checks on, no Node types).
 import assert from "node:assert/strict";
 import { readdirSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
+import { gzipSync } from "node:zlib";
+import type * as Esbuild from "esbuild";
 import { after, before, test } from "node:test";
 import { startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
 import { copyOfCheckout, pack, projectWith, removeTempFolders, run, runAsync, tempFolder, TSC } from "./packaging-helper.ts";
@@ -94,4 +97,25 @@ export const make = (baseUrl: string): client.AgentClient => new client.AgentCli
     run(process.execPath, [TSC, "-p", file], { cwd: project });
   }
   assert.deepEqual(await runScript("out/typed.js"), { content: FAKE, items: true });
+});
+
+test("a browser bundle: esbuild bundles the ES modules for the browser with nothing from Node", async () => {
+  // esbuild is tsx's transformer, already installed with it; resolved from there.
+  const tsxRequire = createRequire(createRequire(import.meta.url).resolve("tsx/package.json"));
+  const esbuild = (await import(tsxRequire.resolve("esbuild"))) as typeof Esbuild;
+  writeFileSync(path.join(project, "browser.js"), 'import { AgentClient } from "@agenthost/client";\nglobalThis.client = new AgentClient({ baseUrl: location.origin });\n');
+  const result = await esbuild.build({
+    entryPoints: [path.join(project, "browser.js")],
+    absWorkingDir: project,
+    bundle: true,
+    platform: "browser",
+    format: "esm",
+    minify: true,
+    write: false,
+    logLevel: "silent",
+  });
+  assert.deepEqual(result.errors, []);
+  const code = result.outputFiles[0]?.text ?? "";
+  assert.doesNotMatch(code, /\bnode:|require\(/);
+  assert.ok(gzipSync(code).length < 8_000, `bundle is ${gzipSync(code).length} bytes gzipped`);
 });
