@@ -70,7 +70,7 @@ test("the compiled service (dist/) answers the README's first command and its cu
   }
 });
 
-test("installed from the tarball: --help and --version start nothing; the service answers the installed client", async () => {
+test("installed from the tarball: --help and --version start nothing; the service answers the installed client (import and require)", async () => {
   const project = projectWith([tarball]);
   const help = run("npx", ["--no-install", "agenthost", "--help"], { cwd: project, env: { ...process.env, PORT: "1" } });
   assert.match(help, /^Usage: agenthost/);
@@ -92,6 +92,9 @@ test("installed from the tarball: --help and --version start nothing; the servic
     const message = JSON.parse(run(process.execPath, ["call.mjs", service.url], { cwd: project })) as Record<string, unknown>;
     assert.equal(message.content, FAKE);
     assert.equal(message.thread_id, "packaged");
+    // CommonJS: Node 20.19+ and 22.12+ require() the ES modules.
+    const required = run(process.execPath, ["-e", 'console.log(typeof require("agenthost/client").AgentClient)'], { cwd: project });
+    assert.equal(required.trim(), "function");
   } finally {
     assert.equal(await service.stop(), 0);
   }
