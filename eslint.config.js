@@ -9,7 +9,7 @@ const environmentReads = [
 ];
 
 export default defineConfig(
-  { ignores: ["node_modules/", "test/artifacts/", "data/", ".scratch/"] },
+  { ignores: ["node_modules/", "test/artifacts/", "data/", ".scratch/", "dist/", "packages/*/dist/"] },
   js.configs.recommended,
   tseslint.configs.recommended,
   {
@@ -59,8 +59,9 @@ export default defineConfig(
     },
   },
   {
-    // Plain JavaScript test hooks (loaded by node --import): no types to check them against.
-    files: ["test/**/*.mjs"],
+    // Plain JavaScript outside the TypeScript project (test hooks, the launchers' helper, the client's
+    // build script): no types to check them against.
+    files: ["test/**/*.mjs", "bin/**/*.js", "packages/**/*.mjs", "packages/**/*.js"],
     extends: [tseslint.configs.disableTypeChecked],
   },
   {

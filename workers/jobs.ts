@@ -1,5 +1,5 @@
 // Entry point of the side-work process: the feedback queue consumer. No logic here: see
-// src/feedback/jobs-process.ts. Start it with `node --import tsx workers/jobs.ts`.
+// src/feedback/jobs-process.ts. Start it with bin/jobs (agenthost-jobs once installed).
 import { runJobsProcess } from "../src/feedback/jobs-process.ts";
 
 await runJobsProcess();

@@ -1,6 +1,7 @@
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { isAgent, unwrapGraph, type Agent } from "./agent.ts";
+import { prepareToImport } from "./typescript-loader.ts";
 
 /**
  * Resolve one AGENT_PATHS entry, `<module specifier or file path>:<export name>`, from the working
@@ -19,6 +20,7 @@ export async function loadAgentFromImportString(importString: string, cwd = proc
 
   let namespace: Record<string, unknown>;
   try {
+    if (isFile) await prepareToImport(target);
     namespace = (await import(target)) as Record<string, unknown>;
   } catch (error) {
     const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);

@@ -217,7 +217,7 @@ export class AgentClient {
     const response = await fetchImpl(this.baseUrl + path, {
       method,
       headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? null : JSON.stringify(body),
       signal: scope.signal,
     });
     if (!response.ok) throw await errorFromResponse(response);

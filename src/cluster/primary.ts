@@ -1,7 +1,6 @@
 import cluster, { type Worker } from "node:cluster";
 import type http from "node:http";
 import type { AddressInfo } from "node:net";
-import { fileURLToPath } from "node:url";
 import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import { createLogger, logFatalErrors, type Logger } from "../observability/logger.ts";
@@ -12,8 +11,8 @@ import { MetricsLedger } from "./metrics-ledger.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import { isMessage, STARTUP_REFUSED, type ToPrimary, type ToWorker } from "./protocol.ts";
 import { RestartBudget } from "./restart-budget.ts";
+import { WORKER_ENTRY, workerExecArgv } from "./worker-entry.ts";
 
-const WORKER_ENTRY = fileURLToPath(new URL("../../workers/http.ts", import.meta.url));
 /** A worker that has not listened by then is replaced. */
 const STARTUP_TIMEOUT_MS = 120_000;
 /** How long one metrics collection waits for each worker. */
@@ -37,13 +36,6 @@ interface Member {
   askedAt?: number;
   seq?: number;
   startupTimer?: NodeJS.Timeout;
-}
-
-/** Node flags for the workers: the primary's own, and always the tsx loader (workers are .ts). */
-function workerExecArgv(): string[] {
-  const argv = [...process.execArgv];
-  const hasTsx = argv.some((arg, i) => arg.includes("tsx") && (argv[i - 1] === "--import" || arg.startsWith("--import")));
-  return hasTsx ? argv : ["--import", "tsx", ...argv];
 }
 
 /**

@@ -1,4 +1,4 @@
-import os from "node:os";
+import { availableCpus } from "./available-cpus.ts";
 import { z } from "zod";
 
 /**
@@ -90,7 +90,7 @@ export const configShape = {
   // Process and HTTP
   PORT: int(8080, 0, 65535),
   HOST: z.preprocess(unsetIfEmpty, z.string().default("0.0.0.0")),
-  WEB_CONCURRENCY: int(os.availableParallelism(), 1, 256),
+  WEB_CONCURRENCY: int(availableCpus(), 1, 256),
   ENV_MODE: z.preprocess(unsetIfEmpty, z.enum(["production", "development"]).default("production")),
   LOG_LEVEL: z.preprocess(
     unsetIfEmpty,

@@ -2,7 +2,7 @@ import type { Config } from "../config/schema.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import type { Logger } from "../observability/logger.ts";
 import { DELIVERY_TIMEOUT_MS, type FeedbackRecord, type ObservabilityBackend } from "../observability/backends/types.ts";
-import { openFeedbackQueue, startFeedbackWorker, type FeedbackQueue, type FeedbackWorker } from "./queue.ts";
+import type { FeedbackQueue, FeedbackWorker } from "./queue.ts";
 
 export type DeliveryOutcome = "delivered" | "queued" | "skipped";
 
@@ -36,12 +36,18 @@ export function createFeedbackDelivery(
     return { mode: "none", submit: async () => "skipped", close: async () => {} };
   }
   if (config.REDIS_URL) {
-    const queue: FeedbackQueue = openFeedbackQueue(config.REDIS_URL, config);
-    const worker: FeedbackWorker | undefined = options.consume === false ? undefined : startFeedbackWorker(config.REDIS_URL, config, backend, logger);
+    const redisUrl = config.REDIS_URL;
+    // BullMQ is loaded here, only when the queue is configured: a worker without it starts faster.
+    const opened: Promise<{ queue: FeedbackQueue; worker: FeedbackWorker | undefined }> = import("./queue.ts").then((queueModule) => ({
+      queue: queueModule.openFeedbackQueue(redisUrl, config),
+      worker: options.consume === false ? undefined : queueModule.startFeedbackWorker(redisUrl, config, backend, logger),
+    }));
+    opened.catch((error: unknown) => logger.error({ err_type: (error as Error)?.name }, "feedback queue could not be opened"));
     return {
       mode: "queue",
       async submit(record, _signal, requestLogger) {
         try {
+          const { queue } = await opened;
           await queue.add(record);
         } catch (error) {
           requestLogger.warn({ feedback_id: record.id, run_id: record.runId, err_type: (error as Error).name }, "feedback queue unavailable");
@@ -50,8 +56,9 @@ export function createFeedbackDelivery(
         return "queued";
       },
       async close() {
+        const { queue, worker } = await opened.catch(() => ({ queue: undefined, worker: undefined }));
         await worker?.close();
-        await queue.close();
+        await queue?.close();
       },
     };
   }

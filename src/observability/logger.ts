@@ -18,8 +18,11 @@ export const REDACTED_PATHS = [
   "*.api_key",
 ];
 
-/** The project's root folder, as stack frames name it (plain path and file: URL). */
-const PROJECT_ROOT = path.resolve(fileURLToPath(new URL("../..", import.meta.url))) + path.sep;
+/**
+ * The project's root folder, as stack frames name it (plain path and file: URL): two levels up from
+ * this file in src/, three from its compiled copy in dist/src/.
+ */
+const PROJECT_ROOT = path.resolve(fileURLToPath(new URL(import.meta.url.endsWith(".js") ? "../../.." : "../..", import.meta.url))) + path.sep;
 const PROJECT_ROOT_URL = `file://${PROJECT_ROOT}`;
 
 /** A stack with the project's absolute paths made relative to it (`src/…`, `node_modules/…`). */

@@ -1,0 +1,101 @@
+// The server package as people get it: built and packed from a copy of this checkout, its compiled
+// service answering the README's own commands, then installed from the tarball into a fresh project
+// (dependencies from the registry), where `npx agenthost --help` starts nothing and the installed
+// service answers the installed client.
+import assert from "node:assert/strict";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import { copyOfCheckout, pack, projectWith, removeTempFolders, ROOT, run, startBin, tempFolder } from "./packaging-helper.ts";
+
+const FAKE = "This is a test response from the fake model.";
+const VERSION = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { version: string }).version;
+
+let checkout: string;
+let tarball: string;
+
+before(() => {
+  checkout = copyOfCheckout(["package.json", "README.md", "Procfile", "tsconfig.json", "tsconfig.build.json", "bin", "src", "workers", "docs"]);
+  mkdirSync(path.join(checkout, "scripts"));
+  writeFileSync(path.join(checkout, "scripts/build.mjs"), readFileSync(path.join(ROOT, "scripts/build.mjs")));
+  run(process.execPath, ["scripts/build.mjs"], { cwd: checkout });
+  tarball = pack(checkout, tempFolder("tarballs"));
+});
+
+after(removeTempFolders);
+
+test("the tarball holds the compiled service, its declarations and bin/, and no TypeScript sources or tests", () => {
+  const files = new Set(run("tar", ["-tzf", tarball]).split("\n"));
+  for (const file of ["bin/agenthost", "bin/maintenance", "bin/chat-ui", "bin/jobs", "bin/healthcheck", "bin/lib/entry-point.js", "dist/build-stamp.json", "dist/src/cluster/main.js", "dist/workers/http.js", "dist/src/client/index.js", "dist/src/client/index.d.ts", "dist/src/agents/agent.d.ts", "dist/src/ui/public/index.html", "README.md"]) {
+    assert.ok(files.has(`package/${file}`), `${file} is in the tarball`);
+  }
+  assert.deepEqual([...files].filter((f) => /^package\/(src|test|bench|scripts)\//.test(f)), []);
+});
+
+/** The README's commands: the first one's environment, and the curl lines that follow "from another terminal". */
+function readmeCommands(): { env: Record<string, string>; curls: string[] } {
+  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
+  const first = /^npm install && (.*) npm start$/m.exec(readme);
+  assert.ok(first?.[1], "the README's first command");
+  const env = Object.fromEntries(first[1].split(" ").map((pair) => pair.split("=") as [string, string]));
+  const block = /from another terminal:\n\n```sh\n([\s\S]*?)```/.exec(readme);
+  assert.ok(block?.[1], "the README's curl block");
+  const curls = block[1].replace(/\\\n\s*/g, " ").split("\n").filter((line) => line.startsWith("curl "));
+  assert.equal(curls.length, 2);
+  return { env, curls };
+}
+
+test("the compiled service (dist/) answers the README's first command and its curls", async () => {
+  const { env, curls } = readmeCommands();
+  const data = tempFolder("data");
+  const service = await startBin(path.join(checkout, "bin/agenthost"), { ...env, FILEDB_DB_PATH: path.join(data, "agenthost.sqlite") }, checkout);
+  try {
+    const forked = service.logs.find((log) => log.msg === "worker forked");
+    const workerArgv = readFileSync(`/proc/${String(forked?.worker_pid)}/cmdline`, "utf8").split("\0");
+    assert.ok(workerArgv.includes(path.join(checkout, "dist/workers/http.js")), `the worker runs dist/: ${workerArgv.join(" ")}`);
+    assert.ok(!workerArgv.some((arg) => arg.includes("tsx")), "no tsx loader in the worker");
+    const [invoke, stream] = curls.map((curl) => run("bash", ["-c", curl.replaceAll("localhost:8080", service.url.replace("http://", ""))]));
+    const message = JSON.parse(invoke ?? "") as Record<string, unknown>;
+    assert.equal(message.type, "ai");
+    assert.equal(message.content, FAKE);
+    assert.equal(message.thread_id, "demo");
+    const frames = (stream ?? "").split("\n").filter((line) => line.startsWith("data: "));
+    assert.deepEqual(JSON.parse(frames[0]?.slice(6) ?? ""), { type: "token", content: "This " });
+    assert.equal(frames.at(-1), "data: [DONE]");
+    const final = JSON.parse(frames.at(-2)?.slice(6) ?? "") as { type: string; content: { content: string } };
+    assert.equal(final.type, "message");
+    assert.equal(final.content.content, FAKE);
+  } finally {
+    assert.equal(await service.stop(), 0);
+  }
+});
+
+test("installed from the tarball: --help and --version start nothing; the service answers the installed client (import and require)", async () => {
+  const project = projectWith([tarball]);
+  const help = run("npx", ["--no-install", "agenthost", "--help"], { cwd: project, env: { ...process.env, PORT: "1" } });
+  assert.match(help, /^Usage: agenthost/);
+  assert.equal(run("npx", ["--no-install", "agenthost", "--version"], { cwd: project }).trim(), VERSION);
+  assert.equal(run("npx", ["--no-install", "agenthost-maintenance", "--version"], { cwd: project }).trim(), VERSION);
+  assert.match(run("npx", ["--no-install", "agenthost-chat", "--help"], { cwd: project }), /^Usage: agenthost-chat/);
+
+  const service = await startBin(path.join(project, "node_modules/.bin/agenthost"), { USE_FAKE_MODEL: "true", AUTH_SECRET: "change-me" }, project);
+  try {
+    writeFileSync(
+      path.join(project, "call.mjs"),
+      [
+        'import { AgentClient } from "agenthost/client";',
+        'const client = new AgentClient({ baseUrl: process.argv[2], authSecret: "change-me" });',
+        'const message = await client.invoke("Hello", { thread_id: "packaged" });',
+        "console.log(JSON.stringify(message));",
+      ].join("\n"),
+    );
+    const message = JSON.parse(run(process.execPath, ["call.mjs", service.url], { cwd: project })) as Record<string, unknown>;
+    assert.equal(message.content, FAKE);
+    assert.equal(message.thread_id, "packaged");
+    // CommonJS: Node 20.19+ and 22.12+ require() the ES modules.
+    const required = run(process.execPath, ["-e", 'console.log(typeof require("agenthost/client").AgentClient)'], { cwd: project });
+    assert.equal(required.trim(), "function");
+  } finally {
+    assert.equal(await service.stop(), 0);
+  }
+});
