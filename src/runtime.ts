@@ -101,12 +101,12 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     for (const step of cleanup.reverse()) await step().catch(() => {});
   };
   try {
-    const models = createModelCatalog(config, providerPool);
+    const models = await createModelCatalog(config, providerPool);
     const mcp = await loadMcpToolset(config);
     cleanup.push(() => mcp.close());
     const checkpoints = await openCheckpointBackend(config, { logger });
     cleanup.push(() => checkpoints.close());
-    const observability = createObservabilityBackend(config);
+    const observability = await createObservabilityBackend(config);
     cleanup.push(() => observability.close());
     const registry = await buildAgentRegistry({
       config,

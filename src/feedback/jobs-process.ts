@@ -25,7 +25,7 @@ export async function runJobsProcess(): Promise<void> {
   const logger = createLogger(config);
   let backend;
   try {
-    backend = createObservabilityBackend(config);
+    backend = await createObservabilityBackend(config);
   } catch (error) {
     refuseToStart(error instanceof Error ? error.message : String(error));
   }

@@ -4,7 +4,7 @@ import type { Config } from "../config/schema.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import { FakeChatModel } from "./fake-chat-model.ts";
 import type { ProviderHttpPool } from "./http-pool.ts";
-import { createProviderModel, type ModelSpec, type Provider, type ProviderDefaults } from "./providers.ts";
+import { loadProviderModels, PROVIDERS, type ModelSpec, type Provider, type ProviderDefaults } from "./providers.ts";
 import {
   PROVIDER_DEFAULT_MODELS,
   isProvider,
@@ -54,7 +54,12 @@ function invalid(detail: string): ServiceError {
   return new ServiceError("validation_failed", { detail });
 }
 
-export function createModelCatalog(config: Config, pool: Pick<ProviderHttpPool, "fetch" | "fetchWithTimeout">): ModelCatalog {
+/**
+ * The worker's models. Only the SDKs of providers this configuration can use are loaded: those its
+ * MODEL_CONFIGS and default model name, and those a request may pick by name (a provider is
+ * selectable when its key or base URL is set).
+ */
+export async function createModelCatalog(config: Config, pool: Pick<ProviderHttpPool, "fetch" | "fetchWithTimeout">): Promise<ModelCatalog> {
   const defaults: ProviderDefaults = {
     fetch: pool.fetch,
     fetchWithTimeout: (seconds) => pool.fetchWithTimeout(seconds),
@@ -62,19 +67,21 @@ export function createModelCatalog(config: Config, pool: Pick<ProviderHttpPool, 
   };
   const problems: string[] = [];
 
-  const configured = new Map<string, BaseChatModel>();
   const configuredSpecs = new Map<string, ModelSpec>();
   for (const [name, entry] of Object.entries(config.MODEL_CONFIGS)) {
     const spec = specFromModelConfig(config, name, entry);
-    if (typeof spec === "string") {
-      problems.push(spec);
-      continue;
-    }
-    configuredSpecs.set(name, spec);
-    configured.set(name, createProviderModel(spec, defaults));
+    if (typeof spec === "string") problems.push(spec);
+    else configuredSpecs.set(name, spec);
   }
-
   const environment = specFromDefaults(config);
+  const createProviderModel = await loadProviderModels([
+    ...[...configuredSpecs.values()].map((spec) => spec.provider),
+    ...(environment && typeof environment !== "string" ? [environment.provider] : []),
+    ...PROVIDERS.filter((provider) => providerConfigured(config, provider)),
+  ]);
+  const configured = new Map<string, BaseChatModel>();
+  for (const [name, spec] of configuredSpecs) configured.set(name, createProviderModel(spec, defaults));
+
   let defaultModel: BaseChatModel | undefined;
   let defaultProvider: Provider | undefined;
   if (config.USE_FAKE_MODEL) {

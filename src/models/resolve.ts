@@ -1,5 +1,5 @@
 import type { Config, ModelConfig } from "../config/schema.ts";
-import type { ModelSpec, Provider } from "./providers.ts";
+import type { ModelSpec, Provider } from "./provider-spec.ts";
 
 /**
  * Turning configuration into model specs: MODEL_CONFIGS entries, the providers' usual environment

@@ -1,6 +1,4 @@
 import type { Config } from "../../config/schema.ts";
-import { createLangfuseBackend } from "./langfuse.ts";
-import { createLangsmithBackend } from "./langsmith.ts";
 import type { ObservabilityBackend } from "./types.ts";
 
 export type { FeedbackRecord, ObservabilityBackend, ObservabilityKind } from "./types.ts";
@@ -14,14 +12,17 @@ export const emptyBackend: ObservabilityBackend = Object.freeze({
   close: async () => {},
 });
 
-/** The worker's observability backend, from OBSERVABILITY_BACKEND and its settings. */
-export function createObservabilityBackend(config: Config): ObservabilityBackend {
+/**
+ * The worker's observability backend, from OBSERVABILITY_BACKEND and its settings. A backend's
+ * libraries (Langfuse with OpenTelemetry, or the LangSmith client) are loaded only when it is chosen.
+ */
+export async function createObservabilityBackend(config: Config): Promise<ObservabilityBackend> {
   switch (config.OBSERVABILITY_BACKEND) {
     case "empty":
       return emptyBackend;
     case "langfuse":
-      return createLangfuseBackend(config);
+      return (await import("./langfuse.ts")).createLangfuseBackend(config);
     case "langsmith":
-      return createLangsmithBackend(config);
+      return (await import("./langsmith.ts")).createLangsmithBackend(config);
   }
 }
