@@ -74,6 +74,11 @@ export class ServiceMetrics {
     buckets: LOCK_WAIT_BUCKETS,
     registers: [this.registry],
   });
+  readonly lockAcquiring = new Gauge({
+    name: "agenthost_lock_acquiring",
+    help: "Requests taking a conversation lock right now: queued behind the conversation's holder, or asking the lock service.",
+    registers: [this.registry],
+  });
   readonly lockErrors = new Counter({
     name: "agenthost_lock_errors_total",
     help: "Lock acquisitions that failed because the lock service (primary or Redis) did not answer.",
@@ -192,7 +197,8 @@ export async function renderClusterMetrics(
 export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
 
 /**
- * The conversation lock, counted: queue waits, 409s by reason, wait durations, lock-service errors.
+ * The conversation lock, counted: requests taking it now, queue waits, 409s by reason, wait
+ * durations, lock-service errors.
  * Implementations report `waitedMs: 0` exactly when the lock was free, so a wait is any grant
  * with a positive wait.
  */
@@ -201,11 +207,14 @@ export function countLockOutcomes(metrics: ServiceMetrics): LockDecorator {
     async (key, signal): Promise<LockOutcome> => {
       const started = performance.now();
       let outcome: LockOutcome;
+      metrics.lockAcquiring.inc();
       try {
         outcome = await acquire(key, signal);
       } catch (error) {
         metrics.lockErrors.inc();
         throw error;
+      } finally {
+        metrics.lockAcquiring.dec();
       }
       const waited = (performance.now() - started) / 1000;
       if (outcome.ok) {

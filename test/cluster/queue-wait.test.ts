@@ -6,9 +6,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { invoke, metric, request, scrape, startCluster, type Cluster } from "./cluster-helper.ts";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { eventually, invoke, metric, request, scrape, startCluster, type Cluster } from "./cluster-helper.ts";
 
 describe("conversation queue across the workers of one host", () => {
   let cluster: Cluster;
@@ -29,14 +27,22 @@ describe("conversation queue across the workers of one host", () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  const checkpointsWritten = async () =>
+    metric(await scrape(cluster), "agenthost_checkpoint_operation_duration_seconds_count", { backend: "filedb", operation: "put" });
+  /** Until the holder's run has written its first checkpoint: it holds the conversation. */
+  const holding = async (written: number) => eventually(async () => (await checkpointsWritten()) > written, 10_000, "the holder's run started");
+  /** Until `count` requests are queued for a conversation lock, across both workers. */
+  const queued = async (count: number) =>
+    eventually(async () => metric(await scrape(cluster), "agenthost_lock_acquiring") === count, 10_000, `${count} request(s) queued for the lock`);
+
   test("a waiter gets its turn when the holder finishes; a third request finds the queue full", async () => {
     const thread = randomUUID();
     // Consecutive new connections go to alternate workers: holder and waiter sit on different workers.
+    const written = await checkpointsWritten();
     const holder = invoke(cluster.url, "slow-agent", thread, "sleep 1200");
-    await sleep(300);
-    const started = performance.now();
+    await holding(written);
     const waiter = invoke(cluster.url, "slow-agent", thread, "sleep 10");
-    await sleep(200);
+    await queued(1);
     const third = await invoke(cluster.url, "slow-agent", thread, "sleep 10");
     assert.equal(third.status, 409);
     assert.equal(third.json().error_code, "conversation_busy");
@@ -45,7 +51,6 @@ describe("conversation queue across the workers of one host", () => {
     assert.equal(held.status, 200);
     assert.equal(waited.status, 200, waited.body);
     assert.match(waited.json<{ content: string }>().content, /after 3 messages/, "the waiter ran after the holder");
-    assert.ok(performance.now() - started > 600);
 
     const m = await scrape(cluster);
     assert.equal(metric(m, "agenthost_lock_waits_total"), 1);
@@ -56,10 +61,11 @@ describe("conversation queue across the workers of one host", () => {
   test("a busy conversation on a stream route answers 409 before any stream frame", async () => {
     const thread = randomUUID();
     const body = (ms: number) => ({ input: { message: `sleep ${ms}` }, thread_id: thread });
+    const written = await checkpointsWritten();
     const holder = request(cluster.url, "POST", "/slow-agent/stream", body(1000));
-    await sleep(300);
+    await holding(written);
     const waiter = request(cluster.url, "POST", "/slow-agent/stream/jsonl", body(10));
-    await sleep(200);
+    await queued(1);
     const refused = await request(cluster.url, "POST", "/slow-agent/stream", body(10));
     assert.equal(refused.status, 409);
     assert.match(refused.headers["content-type"] ?? "", /application\/json/);

@@ -34,8 +34,6 @@ function hosts(policy: LockQueuePolicy, leaseMs = 10_000): [RedisConversationLoc
   return [...pair, keyPrefix];
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 test("one holder per key across instances; busy at once without a queue; other keys unaffected", async () => {
   const [a, b] = hosts({ waitMs: 0, maxWaiters: 32 });
   const first = await a.acquire("k1");
@@ -96,10 +94,18 @@ test("a wait longer than the queue time ends in wait_expired; an aborted wait en
 });
 
 test("the lease is extended while held, past its lease time", async () => {
-  const [a, b] = hosts({ waitMs: 0, maxWaiters: 4 }, 1_000);
+  const [a, b, prefix] = hosts({ waitMs: 0, maxWaiters: 4 }, 1_000);
   const holder = await a.acquire("k");
   assert.ok(holder.ok);
-  await sleep(2_500);
+  // Extensions come every half lease: after three, the lease has outlived its first 1 s term.
+  let extensions = 0;
+  let ttl = await admin.pttl(`${prefix}lock:k`);
+  await waitFor(async () => {
+    const now = await admin.pttl(`${prefix}lock:k`);
+    if (now > ttl) extensions++;
+    ttl = now;
+    return extensions >= 3;
+  }, "three extensions of the lease");
   assert.equal(holder.lease.lost.aborted, false);
   assert.deepEqual(await b.acquire("k"), { ok: false, reason: "busy" });
   await holder.lease.release();
