@@ -20,7 +20,7 @@ import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
-import pg from "pg";
+import { pgQuery } from "./postgres.ts";
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const backends = (args.backends ?? "memory,filedb,serverdb").split(",");
@@ -77,16 +77,6 @@ interface Backend {
   cleanup(): Promise<void>;
 }
 
-async function pgQuery(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 async function openBackend(kind: string): Promise<Backend> {
   if (kind === "memory") return { env: { MEMORY_BACKEND: "memory" }, floorTarget: "", cleanup: async () => {} };
   const id = `${process.pid}_${Date.now()}`;
@@ -102,8 +92,8 @@ async function openBackend(kind: string): Promise<Backend> {
     env: { MEMORY_BACKEND: "serverdb", DATABASE_URL: databaseUrl, SERVERDB_SCHEMA: `throughput_service_${id}` },
     floorTarget: `${databaseUrl}#throughput_floor_${id}`,
     cleanup: async () => {
-      await pgQuery(`DROP SCHEMA IF EXISTS "throughput_service_${id}" CASCADE`);
-      await pgQuery(`DROP SCHEMA IF EXISTS "throughput_floor_${id}" CASCADE`);
+      await pgQuery(databaseUrl, `DROP SCHEMA IF EXISTS "throughput_service_${id}" CASCADE`);
+      await pgQuery(databaseUrl, `DROP SCHEMA IF EXISTS "throughput_floor_${id}" CASCADE`);
     },
   };
 }

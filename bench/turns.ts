@@ -21,9 +21,9 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
-import pg from "pg";
 import { pino } from "pino";
 import { conversation } from "./conversation.ts";
+import { pgQuery } from "./postgres.ts";
 import { storageKey } from "../src/auth/storage-key.ts";
 import { appendMessages } from "../src/checkpoints/history.ts";
 import { loadConfig } from "../src/config/load.ts";
@@ -106,15 +106,7 @@ async function openBackend(kind: string): Promise<Backend> {
     };
   }
   const schema = `bench_${process.pid}_${Date.now()}_${Math.random().toString(36).slice(2, 6)}`;
-  const query = async (sql: string) => {
-    const client = new pg.Client({ connectionString: databaseUrl });
-    await client.connect();
-    try {
-      return (await client.query(sql)).rows as Array<Record<string, unknown>>;
-    } finally {
-      await client.end();
-    }
-  };
+  const query = (sql: string) => pgQuery(databaseUrl, sql);
   return {
     env: { MEMORY_BACKEND: "serverdb", DATABASE_URL: databaseUrl, SERVERDB_SCHEMA: schema },
     async bytes() {

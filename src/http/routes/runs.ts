@@ -5,6 +5,7 @@ import type { Conversation } from "../../conversations/conversation-service.ts";
 import type { RunStream, UnderLock } from "../../conversations/turns.ts";
 import { aimResume, prepareResume, resumeFromInput } from "../../runs/interrupts.ts";
 import { prepareRun } from "../../runs/prepare.ts";
+import type { Logger } from "../../observability/logger.ts";
 import { countedRun } from "../run-report.ts";
 import type { Handlers, RouteServices } from "./services.ts";
 
@@ -55,19 +56,18 @@ export function runHandlers(services: RouteServices): Pick<Handlers, "invoke" | 
     return turns.stream(conversation, run, asked.run, asked.body.stream_tokens, underLock);
   };
 
+  /** A turn run to the end, answered with its final message and counted. */
+  const answered = async (asked: { readonly run: AbortController; readonly logger: Logger }, turn: ReturnType<typeof newTurn>) => {
+    const { conversation, run, underLock } = turn;
+    const answer = turns.invoke(conversation, run, asked.run, underLock);
+    return { status: 200 as const, body: await countedRun(metrics, asked.logger, run.agent.name, answer) };
+  };
+
   return {
-    invoke: async (asked) => {
-      const { conversation, run, underLock } = newTurn(asked);
-      const answer = turns.invoke(conversation, run, asked.run, underLock);
-      return { status: 200, body: await countedRun(metrics, asked.logger, run.agent.name, answer) };
-    },
+    invoke: (asked) => answered(asked, newTurn(asked)),
     stream: streamed,
     streamJsonl: streamed,
-    resume: async (asked) => {
-      const { conversation, run, underLock } = resumeTurn(asked);
-      const answer = turns.invoke(conversation, run, asked.run, underLock);
-      return { status: 200, body: await countedRun(metrics, asked.logger, run.agent.name, answer) };
-    },
+    resume: (asked) => answered(asked, resumeTurn(asked)),
     resumeStream: resumeStreamed,
     resumeStreamJsonl: resumeStreamed,
   };
