@@ -1,12 +1,15 @@
 /**
  * Throughput benchmark: the real service (bin/agenthost, one worker, the fake model, sync
- * durability) against the in-process floor (bench/throughput-floor.ts: the same one-node graph on
- * the library's saver, no HTTP), side by side in one run, per backend and route:
+ * durability) against two floors, side by side in one run, per backend and route:
  *
- *   - runs per second at `--concurrency` (default 8) for each, and the service's share of the floor
- *     (goal: at least 80 %);
- *   - CPU time per run: the floor process's own; the service's primary and worker together (read
- *     from /proc), and their ratio (goal: at most 1.25x).
+ *   - in process (bench/throughput-floor.ts): the same one-node graph on the library's saver,
+ *     driven by loops inside one process, no HTTP;
+ *   - behind HTTP (bench/throughput-http-floor.ts): the same graph behind the thinnest node:http
+ *     server that answers the run routes, driven by the same load generator as the service.
+ *
+ * For each: runs per second at `--concurrency` (default 8), CPU time per run (a server's from
+ * /proc: the service's primary and worker together), and the service's share of each floor's
+ * throughput (goal: at least 80 %) and its CPU ratio to each (goal: at most 1.25x).
  *
  * With two or more cores, the service and the floor run on core 0 and this load generator on
  * core 1 (taskset), so the generator does not steal from what it measures. Each figure is the
@@ -112,27 +115,44 @@ async function floor(kind: string, route: string, backend: Backend): Promise<Mea
   return { perSecond: runs / elapsed, cpuMsPerRun: cpuMs / runs };
 }
 
-interface Service {
+interface Server {
   readonly port: number;
   readonly pid: number;
   stop(): Promise<void>;
 }
 
-async function startService(backend: Backend): Promise<Service> {
-  const port = 18_000 + Math.floor(Math.random() * 2_000);
+const freePort = () => 18_000 + Math.floor(Math.random() * 2_000);
+
+function startService(backend: Backend): Promise<Server> {
+  const port = freePort();
   const child = onServiceCore(path.join(root, "bin/agenthost"), [], {
     cwd: root,
     stdio: ["ignore", "ignore", "inherit"],
     env: { ...process.env, USE_FAKE_MODEL: "true", AUTH_SECRET: TOKEN, HOST: "127.0.0.1", PORT: String(port), WEB_CONCURRENCY: "1", METRICS_PORT: "0", ...backend.env },
   });
+  return ready(child, port);
+}
+
+function startHttpFloor(kind: string, backend: Backend): Promise<Server> {
+  const port = freePort();
+  const child = onServiceCore(process.execPath, ["--import", "tsx", path.join(root, "bench/throughput-http-floor.ts"), kind, String(port), backend.floorTarget], {
+    cwd: root,
+    stdio: ["ignore", "ignore", "inherit"],
+    env: { ...process.env, LANGCHAIN_CALLBACKS_BACKGROUND: "false" },
+  });
+  return ready(child, port);
+}
+
+/** The server once it answers on `port` (the service: once ready). */
+async function ready(child: ChildProcess, port: number): Promise<Server> {
   const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
   for (let attempt = 0; ; attempt++) {
-    if (child.exitCode !== null) throw new Error("the service exited while starting");
+    if (child.exitCode !== null) throw new Error("the server exited while starting");
     const status = await new Promise<number>((resolve) => {
       http.get({ port, host: "127.0.0.1", path: "/health/ready" }, (res) => resolve(res.statusCode ?? 0)).on("error", () => resolve(0)).end();
     });
     if (status === 200) break;
-    if (attempt > 600) throw new Error("the service did not become ready");
+    if (attempt > 600) throw new Error("the server did not become ready");
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   // The pid of `taskset` is the primary's: taskset execs the command.
@@ -169,7 +189,7 @@ function request(agent: http.Agent, port: number, route: string): Promise<void> 
   });
 }
 
-async function load(service: Service, route: string): Promise<Measurement> {
+async function load(service: Server, route: string): Promise<Measurement> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const warmEnd = performance.now() + WARMUP_MS;
   const end = warmEnd + seconds * 1_000;
@@ -199,35 +219,47 @@ async function load(service: Service, route: string): Promise<Measurement> {
 }
 
 const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(6);
+const share = (service: number, floorRate: number) => `${((100 * service) / floorRate).toFixed(0).padStart(3)} %`;
+const ratio = (service: number, floorCpu: number) => `${(service / floorCpu).toFixed(2)}x`;
+
+/** Drive every route once (a new process's code is still being optimised), then measure each. */
+async function measureServer(server: Server, into: Map<string, Measurement[]>): Promise<void> {
+  try {
+    for (const route of routes) await load(server, route);
+    for (const route of routes) into.get(route)!.push(await load(server, route));
+  } finally {
+    await server.stop();
+  }
+}
 
 console.log(
-  `Throughput: service (one worker) vs the in-process floor, c=${concurrency}, ${seconds} s per measurement, median of ${repeat}` +
-    `${pinned ? ", service and floor on core 0, load on core 1" : ", unpinned (one core)"}\n`,
+  `Throughput: the service (one worker) vs the library's floor in process and behind a bare node:http server,` +
+    ` c=${concurrency}, ${seconds} s per measurement, median of ${repeat}` +
+    `${pinned ? "; servers and the in-process floor on core 0, load on core 1" : "; unpinned (one core)"}.` +
+    `\nGoals: service >= 80 % of a floor's runs/s, CPU per run <= 1.25x the floor's.\n`,
 );
+console.log(`${"backend".padEnd(8)} ${"route".padEnd(6)} |   runs/s: in-process  http floor  service | service share: of in-process  of http | CPU ms/run: in-process  http floor  service | CPU ratio: to in-process  to http`);
 for (const kind of backends) {
   const backend = await openBackend(kind);
   try {
-    const results = new Map<string, { floor: Measurement[]; service: Measurement[] }>(routes.map((r) => [r, { floor: [], service: [] }]));
+    const perRoute = () => new Map<string, Measurement[]>(routes.map((r) => [r, []]));
+    const floorRuns = perRoute();
+    const httpFloorRuns = perRoute();
+    const serviceRuns = perRoute();
     for (let i = 0; i < repeat; i++) {
-      const service = await startService(backend);
-      try {
-        // A new worker's code is still being optimised: every route is driven once before any is measured.
-        for (const route of routes) await load(service, route);
-        for (const route of routes) results.get(route)!.service.push(await load(service, route));
-      } finally {
-        await service.stop();
-      }
-      for (const route of routes) results.get(route)!.floor.push(await floor(kind, route, backend));
+      await measureServer(await startService(backend), serviceRuns);
+      await measureServer(await startHttpFloor(kind, backend), httpFloorRuns);
+      for (const route of routes) floorRuns.get(route)!.push(await floor(kind, route, backend));
     }
     for (const route of routes) {
-      const { floor: f, service: s } = results.get(route)!;
-      const floorRate = median(f.map((m) => m.perSecond));
-      const serviceRate = median(s.map((m) => m.perSecond));
-      const floorCpu = median(f.map((m) => m.cpuMsPerRun));
-      const serviceCpu = median(s.map((m) => m.cpuMsPerRun));
+      const rate = (m: Map<string, Measurement[]>) => median(m.get(route)!.map((x) => x.perSecond));
+      const cpu = (m: Map<string, Measurement[]>) => median(m.get(route)!.map((x) => x.cpuMsPerRun));
+      const [f, h, s] = [floorRuns, httpFloorRuns, serviceRuns];
       console.log(
-        `${kind.padEnd(8)} ${route.padEnd(6)} floor ${fmt(floorRate)} runs/s, service ${fmt(serviceRate)} /s: ${fmt((100 * serviceRate) / floorRate)} % (goal >= 80)` +
-          `  | CPU per run: floor ${fmt(floorCpu, 2)} ms, service ${fmt(serviceCpu, 2)} ms: ${(serviceCpu / floorCpu).toFixed(2)}x (goal <= 1.25x)`,
+        `${kind.padEnd(8)} ${route.padEnd(6)} |          ${fmt(rate(f))}      ${fmt(rate(h))}   ${fmt(rate(s))} |` +
+          `                 ${share(rate(s), rate(f))}     ${share(rate(s), rate(h))} |` +
+          `              ${fmt(cpu(f), 2)}      ${fmt(cpu(h), 2)}   ${fmt(cpu(s), 2)} |` +
+          `                ${ratio(cpu(s), cpu(f))}     ${ratio(cpu(s), cpu(h))}`,
       );
     }
   } finally {

@@ -2,9 +2,11 @@
 // Runs the test suite with Node's own runner. Node 20 neither expands globs nor finds .ts files,
 // so this lists them.
 //
-//   node scripts/run-tests.mjs [--unit] [--coverage | --no-coverage] [path fragment ...]
+//   node scripts/run-tests.mjs [--unit] [--coverage | --no-coverage] [node --test flags] [path fragment ...]
 //
-// Path fragments narrow the run to files whose path contains any of them. `--unit` keeps only the
+// Path fragments narrow the run to files whose path contains any of them. Any other `--flag` (or
+// `--flag=value`) goes to `node --test` as it is: `--test-name-pattern=lease`, `--test-only`,
+// `--inspect-brk`, `--test-concurrency=1` (which wins over TEST_CONCURRENCY). `--unit` keeps only the
 // files that need no PostgreSQL, Redis or Chromium (UNIT below). Line coverage of src/ (Node's
 // --experimental-test-coverage) is measured on the unit tests and printed after them, in `--unit`
 // runs and in a whole run; `--coverage` measures any run, `--no-coverage` none. The per-line detail
@@ -20,7 +22,7 @@ import { createInterface } from "node:readline";
  * Python or cluster processes. (test/integration/sqlite-failures and maintenance-service need none
  * either, but take a third of this part's time: they stay with the rest.)
  */
-const UNIT = ["test/unit/", "test/client/", "test/ui/chat-server.test.ts", "test/ui/config.test.ts", "test/ui/markdown.test.ts"];
+const UNIT = ["test/unit/", "test/client/", "test/ui/chat-server.test.ts", "test/ui/config.test.ts"];
 const LCOV = join("test", "artifacts", "coverage", "lcov.info");
 
 function find(dir) {
@@ -31,15 +33,12 @@ function find(dir) {
   });
 }
 
+const OWN = ["--unit", "--coverage", "--no-coverage"];
 const args = process.argv.slice(2);
-const flags = new Set(args.filter((a) => a.startsWith("--")));
-for (const flag of flags) {
-  if (!["--unit", "--coverage", "--no-coverage"].includes(flag)) {
-    console.error(`unknown option ${flag}`);
-    process.exit(2);
-  }
-}
-const filters = args.filter((a) => !a.startsWith("--"));
+const flags = new Set(args.filter((a) => OWN.includes(a)));
+/** Flags for `node --test` itself, passed through untouched. A flag's value goes in the same argument (`--flag=value`). */
+const passThrough = args.filter((a) => a.startsWith("-") && !OWN.includes(a));
+const filters = args.filter((a) => !a.startsWith("-"));
 const isUnit = (f) => UNIT.some((prefix) => f.startsWith(prefix));
 const files = find("test")
   .map((f) => f.split("\\").join("/"))
@@ -74,7 +73,7 @@ process.exit(status);
 /** One `node --test` over `files`; resolves with its exit status. */
 async function run(files, coverage) {
   const concurrency = process.env.TEST_CONCURRENCY ?? "2";
-  const nodeArgs = ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=120000"];
+  const nodeArgs = ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=120000", ...passThrough];
   if (coverage) {
     mkdirSync(join("test", "artifacts", "coverage"), { recursive: true });
     nodeArgs.push(

@@ -8,6 +8,11 @@ import { RedisConversationLock, type LeaseEvent } from "./admission/locks/redis-
 import { workerChannel } from "./cluster/protocol.ts";
 import { countLockOutcomes, ServiceMetrics } from "./observability/metrics.ts";
 import { RunTracker } from "./worker/run-tracker.ts";
+import { ActiveRuns } from "./runs/cancel/active-runs.ts";
+import { defaultRunCanceller } from "./runs/cancel/default-canceller.ts";
+import type { RunCanceller } from "./runs/cancel/run-canceller.ts";
+import { defaultStreamLogs } from "./runs/stream-log/default-stream-logs.ts";
+import type { StreamLogs } from "./runs/stream-log/stream-logs.ts";
 import { buildAgentRegistry, type AgentRegistry } from "./agents/registry.ts";
 import { createAuthenticator, type Authenticator } from "./auth/principal.ts";
 import { openCheckpointBackend, type CheckpointBackend } from "./checkpoints/backend.ts";
@@ -20,7 +25,11 @@ import { ConfigError } from "./config/load.ts";
 import { loadMcpToolset, McpToolsError, type McpToolset } from "./agents/mcp-tools.ts";
 import { createModelCatalog, type ModelCatalog } from "./models/catalog.ts";
 import { createProviderHttpPool } from "./models/http-pool.ts";
-import { createLogger, type Logger } from "./observability/logger.ts";
+import { createLogger, failureForLog, type Logger } from "./observability/logger.ts";
+import { serviceVersion } from "./observability/build.ts";
+import { ModelCallObserver } from "./observability/model-calls.ts";
+import { createTracing } from "./observability/load-tracing.ts";
+import type { Tracing } from "./observability/tracing.ts";
 
 /** What the HTTP layer serves with: the middleware and routes see this and nothing more. */
 export interface Runtime {
@@ -30,15 +39,23 @@ export interface Runtime {
   readonly admission: AdmissionLimiter;
   readonly locks: ConversationLock;
   /** Readiness asks whether the database answers and has a free connection. */
-  readonly checkpoints: Pick<CheckpointBackend, "ping" | "saturated">;
+  readonly checkpoints: Pick<CheckpointBackend, "ping" | "saturated" | "threads" | "idempotency">;
   readonly registry: AgentRegistry;
   /** Every chat model of the worker; resolves request-time model selection. */
   readonly models: ModelCatalog;
   /** How feedback reaches the backend: inline, through the BullMQ queue, or nowhere. */
   readonly feedback: FeedbackDelivery;
   readonly metrics: ServiceMetrics;
+  /** OpenTelemetry traces; undefined when no OTLP endpoint is configured. */
+  readonly tracing: Tracing | undefined;
   /** Stalled-run tracking behind `/health/live`. */
   readonly runTracker: RunTracker;
+  /** The runs of this process that hold a conversation (what a cancel stops here). */
+  readonly activeRuns: ActiveRuns;
+  /** Stops the run holding a conversation on whichever worker or host it runs. */
+  readonly canceller: RunCanceller;
+  /** The events of resumable streams (stream_resumable), for resuming after a dropped connection. */
+  readonly streamLogs: StreamLogs;
   /** Set when the worker stops accepting requests (shutdown). */
   readonly lifecycle: { draining: boolean };
 }
@@ -79,7 +96,7 @@ export function defaultConversationLock(config: Config, logger: Logger): Convers
       keyPrefix: `${config.REDIS_KEY_PREFIX}:`,
       leaseMs: Math.round(config.REDIS_LOCK_LEASE * 1000),
       policy,
-      onError: (error) => logger.warn({ err: { message: error.message } }, "redis connection problem"),
+      onError: (error) => logger.warn({ ...failureForLog(error), reason: error.message.split("\n")[0] }, "redis connection problem"),
       // Under the primary, report leases so it can release this worker's if it dies.
       onLease: cluster.isWorker ? reportLease : undefined,
     });
@@ -94,25 +111,28 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
   const logger = overrides.logger ?? createLogger(config);
   const metrics = overrides.metrics ?? new ServiceMetrics();
   const runTracker = new RunTracker(config.WORKER_STALL_TIMEOUT * 1000);
-  const providerPool = createProviderHttpPool(config);
+  const tracing = await createTracing(config);
+  const providerPool = createProviderHttpPool(config, tracing);
   // Undone in reverse order if startup fails part-way.
-  const cleanup: Array<() => Promise<void>> = [() => providerPool.close()];
+  const cleanup: Array<() => Promise<void>> = [async () => tracing?.close(), () => providerPool.close()];
   const unwind = async () => {
     for (const step of cleanup.reverse()) await step().catch(() => {});
   };
   try {
-    const models = await createModelCatalog(config, providerPool);
+    // Model calls are timed (and traced) by a handler on each model the catalog builds.
+    const models = await createModelCatalog(config, providerPool, [new ModelCallObserver(metrics, tracing?.modelCalls)]);
     const mcp = await loadMcpToolset(config);
     cleanup.push(() => mcp.close());
     const checkpoints = await openCheckpointBackend(config, { logger });
     cleanup.push(() => checkpoints.close());
+    metrics.recordBuild(serviceVersion(), checkpoints.kind);
     const observability = await createObservabilityBackend(config);
     cleanup.push(() => observability.close());
     const registry = await buildAgentRegistry({
       config,
       model: models.default,
       models,
-      checkpointer: new TimedSaver(checkpoints.saver, checkpoints.kind, metrics.checkpointDuration),
+      checkpointer: new TimedSaver(checkpoints.saver, checkpoints.kind, metrics.checkpointDuration, tracing),
       toolsFor: mcp.toolsFor,
       callbacks: observability.callbacks,
     });
@@ -121,9 +141,15 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       throw new McpToolsError(strangers.map((agent) => `MCP_AGENT_SERVERS names "${agent}", which is not a registered agent`));
     }
     const feedback = createFeedbackDelivery(config, observability, logger, { consume: overrides.consumeFeedbackQueue ?? true });
+    const activeRuns = new ActiveRuns();
+    const canceller = defaultRunCanceller(config, logger, activeRuns);
+    cleanup.push(() => canceller.close());
+    const streamLogs = defaultStreamLogs(config, logger);
+    cleanup.push(() => streamLogs.close());
     const locks = decorateLock(
       overrides.locks?.(config) ?? defaultConversationLock(config, logger),
       countLockOutcomes(metrics),
+      ...(tracing ? [tracing.lockWaits] : []),
     );
     return {
       config,
@@ -142,15 +168,22 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       observability,
       feedback,
       metrics,
+      tracing,
       runTracker,
+      activeRuns,
+      canceller,
+      streamLogs,
       lifecycle: { draining: false },
       close: async () => {
         await feedback.close();
         await observability.close();
         await locks.close();
+        await canceller.close();
+        await streamLogs.close();
         await checkpoints.close();
         await mcp.close();
         await providerPool.close();
+        await tracing?.close();
       },
     };
   } catch (error) {

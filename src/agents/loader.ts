@@ -1,7 +1,23 @@
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { isAgent, unwrapGraph, type Agent } from "./agent.ts";
 import { prepareToImport } from "./typescript-loader.ts";
+
+const FORMAT = 'entries look like "<module or file>:<export name>", a file path starting with ./ or /, e.g. "./my-agents.ts:echo"';
+
+/** Why an entry did not import, in words that name the fix: a missing ./, a missing file, or the import's own first line. */
+function unresolvedReason(specifier: string, isFile: boolean, cwd: string, error: unknown): string {
+  const file = path.resolve(cwd, specifier);
+  if (!isFile && existsSync(file)) {
+    return `"${specifier}" is read as a package name; ${specifier} is a file here, so write "./${specifier}"`;
+  }
+  if (isFile && !existsSync(file)) return `there is no file ${file} (paths resolve from ${cwd})`;
+  const first = error instanceof Error ? error.message.split("\n")[0] : String(error);
+  if (isFile) return `importing ${file} failed: ${first}`;
+  const notFound = (error as { code?: unknown } | undefined)?.code === "ERR_MODULE_NOT_FOUND";
+  return notFound ? `no package "${specifier}" is installed, and no file of that name is in ${cwd} (${FORMAT})` : `importing "${specifier}" failed: ${first}`;
+}
 
 /**
  * Resolve one AGENT_PATHS entry, `<module specifier or file path>:<export name>`, from the working
@@ -11,7 +27,7 @@ import { prepareToImport } from "./typescript-loader.ts";
 export async function loadAgentFromImportString(importString: string, cwd = process.cwd()): Promise<Agent> {
   const separator = importString.lastIndexOf(":");
   if (separator <= 0 || separator === importString.length - 1) {
-    throw new Error(`AGENT_PATHS entry "${importString}" must look like <module or file>:<export name>`);
+    throw new Error(`AGENT_PATHS entry "${importString}" must look like <module or file>:<export name>; ${FORMAT}`);
   }
   const specifier = importString.slice(0, separator);
   const exportName = importString.slice(separator + 1);
@@ -23,8 +39,7 @@ export async function loadAgentFromImportString(importString: string, cwd = proc
     if (isFile) await prepareToImport(target);
     namespace = (await import(target)) as Record<string, unknown>;
   } catch (error) {
-    const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
-    throw new Error(`AGENT_PATHS entry "${importString}" does not resolve: ${reason}`, { cause: error });
+    throw new Error(`AGENT_PATHS entry "${importString}" does not resolve: ${unresolvedReason(specifier, isFile, cwd, error)}`, { cause: error });
   }
   if (!(exportName in namespace)) {
     throw new Error(`AGENT_PATHS entry "${importString}": the module has no export named "${exportName}"`);

@@ -7,6 +7,8 @@ import type { Config, ServerdbConfig } from "../config/schema.ts";
 import type { Logger } from "../observability/logger.ts";
 import { DatabaseUnavailableError, describeDatabaseFailure, isDatabaseFailure, type DatabaseBackend } from "./database-errors.ts";
 import { DatabaseGate, type OpenDatabase } from "./guarded-saver.ts";
+import { GuardedIdempotencyStore, GuardedThreadIndex } from "./guarded-stores.ts";
+import { MemoryIdempotencyStore, PostgresIdempotencyStore, SqliteIdempotencyStore, type IdempotencyStore } from "./idempotency-store.ts";
 import { MemoryMessageRows, PostgresMessageRows, SqliteMessageRows } from "./message-rows.ts";
 import { MessageStoreSaver } from "./message-store.ts";
 import { BatchedPostgresSaver } from "./pg-saver.ts";
@@ -14,6 +16,8 @@ import { withSetupLock } from "./pg-transaction.ts";
 import { ReadableSerde } from "./readable-serde.ts";
 import { createServerPool } from "./server-pool.ts";
 import { openSqliteFile } from "./sqlite-file.ts";
+import { MemoryThreadIndex, type ThreadIndex } from "./thread-index.ts";
+import { PostgresThreadIndex, SqliteThreadIndex } from "./thread-index-sql.ts";
 
 export type BackendKind = Config["MEMORY_BACKEND"];
 
@@ -25,6 +29,10 @@ export interface CheckpointBackend {
   readonly kind: BackendKind;
   /** A MessageStoreSaver: each message is stored once per thread (see message-store.ts). */
   readonly saver: MessageStoreSaver;
+  /** The conversation list (thread-index.ts), written by the saver with each turn. */
+  readonly threads: ThreadIndex;
+  /** Idempotency keys of invoke, history append and feedback. */
+  readonly idempotency: IdempotencyStore;
   /** False while the worker waits for its database to be reachable and set up. */
   isReady(): boolean;
   /** Resolves when the database answers a trivial query; rejects otherwise (and before it is set up). */
@@ -83,9 +91,12 @@ function throttle(ms: number): () => boolean {
  */
 export async function openCheckpointBackend(config: Config, hooks: BackendHooks): Promise<CheckpointBackend> {
   if (config.MEMORY_BACKEND === "memory") {
+    const threads = new MemoryThreadIndex();
     return {
       kind: "memory",
-      saver: new MessageStoreSaver(new MemorySaver(new ReadableSerde()), new MemoryMessageRows(), config.MESSAGE_CACHE_SIZE),
+      saver: new MessageStoreSaver(new MemorySaver(new ReadableSerde()), new MemoryMessageRows(), config.MESSAGE_CACHE_SIZE, threads),
+      threads,
+      idempotency: new MemoryIdempotencyStore(),
       isReady: () => true,
       ping: async () => {},
       saturated: () => false,
@@ -103,9 +114,12 @@ export async function openCheckpointBackend(config: Config, hooks: BackendHooks)
     await database.close().catch(() => {});
     throw error;
   }
+  const threads = new GuardedThreadIndex(gate);
   return {
     kind,
-    saver: new MessageStoreSaver(gate.saver, gate.rows, config.MESSAGE_CACHE_SIZE),
+    saver: new MessageStoreSaver(gate.saver, gate.rows, config.MESSAGE_CACHE_SIZE, threads),
+    threads,
+    idempotency: new GuardedIdempotencyStore(gate),
     isReady: () => gate.isOpen,
     ping: async () => {
       if (!gate.isOpen) throw new DatabaseUnavailableError(kind, new Error("the database is not set up yet"));
@@ -182,17 +196,21 @@ function fileDatabase(config: Config): CheckpointDatabase {
     async connect(serde) {
       let saver: FileSaver | undefined;
       let rows: SqliteMessageRows | undefined;
+      let threads: SqliteThreadIndex | undefined;
+      let idempotency: SqliteIdempotencyStore | undefined;
       const opened = await openSqliteFile(config.FILEDB_DB_PATH, Math.round(config.FILEDB_BUSY_TIMEOUT * 1000), (handle) => {
         saver = new FileSaver(handle, serde);
         saver.initialise();
         rows = new SqliteMessageRows(handle);
+        threads = new SqliteThreadIndex(handle);
+        idempotency = new SqliteIdempotencyStore(handle);
       });
       if (closed) {
         opened.close();
         throw new Error("the backend was closed");
       }
       db = opened;
-      return { saver: saver!, rows: rows! };
+      return { saver: saver!, rows: rows!, threads: threads!, idempotency: idempotency! };
     },
     async ping() {
       db?.prepare("SELECT 1").get();
@@ -226,7 +244,11 @@ function serverDatabase(config: ServerdbConfig, logger: Logger): CheckpointDatab
       await withSetupLock(pool, `agenthost:setup:${schema}`, () => saver.setup());
       const rows = new PostgresMessageRows(pool, schema);
       await rows.setup();
-      return { saver, rows };
+      const threads = new PostgresThreadIndex(pool, schema);
+      await threads.setup();
+      const idempotency = new PostgresIdempotencyStore(pool, schema);
+      await idempotency.setup();
+      return { saver, rows, threads, idempotency };
     },
     async ping() {
       await pool.query("SELECT 1");

@@ -10,12 +10,16 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import { asDatabaseError, DatabaseUnavailableError, type DatabaseBackend } from "./database-errors.ts";
+import type { IdempotencyStore } from "./idempotency-store.ts";
 import type { MessageRows } from "./message-rows.ts";
+import type { ThreadIndex } from "./thread-index.ts";
 
-/** The saver and message rows of a database that has been set up. */
+/** The saver, message rows, conversation list and idempotency keys of a database that has been set up. */
 export interface OpenDatabase {
   readonly saver: BaseCheckpointSaver;
   readonly rows: MessageRows;
+  readonly threads: ThreadIndex;
+  readonly idempotency: IdempotencyStore;
 }
 
 /**

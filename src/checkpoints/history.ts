@@ -103,6 +103,8 @@ export async function appendMessages(
   storageKey: string,
   messages: BaseMessage[],
   maxMessages = Number.POSITIVE_INFINITY,
+  /** Who owns the conversation (ownerConfigurable), for the conversation list. */
+  owner: Record<string, unknown> = {},
 ): Promise<number> {
   const saver = saverOf(agent);
   const channelSpec = messagesChannelOf(agent);
@@ -129,7 +131,8 @@ export async function appendMessages(
     step,
     parents: saved?.metadata?.parents ?? {},
   };
-  await saver.put(saved?.config ?? base, checkpoint, metadata, { messages: version });
+  const target = saved?.config ?? base;
+  await saver.put({ ...target, configurable: { ...target.configurable, ...owner } }, checkpoint, metadata, { messages: version });
   return Array.isArray(value) ? value.length : messages.length;
 }
 

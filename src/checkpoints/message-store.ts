@@ -10,7 +10,9 @@ import {
   type CheckpointTuple,
   type PendingWrite,
 } from "@langchain/langgraph-checkpoint";
+import { conversationOwnerOf } from "./conversation-owner-key.ts";
 import type { MessageRows } from "./message-rows.ts";
+import { summaryOf, type ThreadIndex } from "./thread-index.ts";
 
 /**
  * The message store: a checkpoint saver layer that keeps each message of a conversation once and
@@ -158,6 +160,8 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
     readonly rows: MessageRows,
     /** Revived messages kept per worker, across threads. */
     private readonly cacheSize: number,
+    /** The conversation list: touched when a checkpoint changes the messages (see thread-index.ts). */
+    readonly index?: ThreadIndex,
   ) {
     super(inner.serde);
   }
@@ -175,12 +179,18 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
     const threadId: unknown = config.configurable?.thread_id;
     const namespace: unknown = config.configurable?.checkpoint_ns ?? "";
     const value: unknown = checkpoint.channel_values?.messages;
+    let changed = false;
     if (typeof threadId === "string" && namespace === "" && Array.isArray(value)) {
       const parent: unknown = config.configurable?.checkpoint_id;
+      const before = this.threads.get(threadId)?.last?.ranges;
       const refs = await this.store(threadId, typeof parent === "string" ? parent : undefined, checkpoint.id, value);
       if (refs) checkpoint = { ...checkpoint, channel_values: { ...checkpoint.channel_values, messages: refs } };
+      changed = refs !== undefined && this.threads.get(threadId)?.last?.ranges !== before;
     }
-    return this.inner.put(config, checkpoint, metadata, newVersions);
+    const saved = await this.inner.put(config, checkpoint, metadata, newVersions);
+    const owner = changed ? conversationOwnerOf(config.configurable) : undefined;
+    if (owner && this.index) await this.index.touch(threadId as string, owner, summaryOf(value as unknown[]), Date.now());
+    return saved;
   }
 
   override putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
@@ -198,6 +208,7 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
   override async deleteThread(threadId: string): Promise<void> {
     await this.inner.deleteThread(threadId);
     await this.rows.deleteThread(threadId);
+    await this.index?.deleteThread(threadId);
     this.forget(threadId);
   }
 

@@ -17,15 +17,21 @@ export interface OperationTimer {
   startTimer(labels: { backend: string; operation: SaverOperation }): () => void;
 }
 
+/** Where each operation is traced (Tracing.checkpoint); absent when tracing is off. */
+export interface OperationTracer {
+  checkpoint<T>(backend: string, operation: SaverOperation, call: () => Promise<T>): Promise<T>;
+}
+
 /**
  * The service's message store, with the duration of each storage operation (getTuple, list, put,
- * putWrites, deleteThread) measured around it. Everything else goes to the store as it is.
+ * putWrites, deleteThread) measured around it, and (tracing on) each but `list` a span. Everything else goes to the store as it is.
  */
 export class TimedSaver extends BaseCheckpointSaver {
   constructor(
     readonly store: MessageStoreSaver,
     private readonly backend: string,
     private readonly timer: OperationTimer,
+    private readonly tracer?: OperationTracer,
   ) {
     super(store.serde);
   }
@@ -33,7 +39,7 @@ export class TimedSaver extends BaseCheckpointSaver {
   private async timed<T>(operation: SaverOperation, call: () => Promise<T>): Promise<T> {
     const end = this.timer.startTimer({ backend: this.backend, operation });
     try {
-      return await call();
+      return await (this.tracer ? this.tracer.checkpoint(this.backend, operation, call) : call());
     } finally {
       end();
     }

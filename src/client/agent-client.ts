@@ -1,17 +1,25 @@
 import { CallScope, raceSignal } from "./call-scope.ts";
-import { AgentClientError, errorFromResponse, isRecord } from "./errors.ts";
+import { AgentClientError, errorFromResponse, idsOf, isRecord, withIds } from "./errors.ts";
 import { isChatMessage, readEvent } from "./events.ts";
 import { readLines } from "./lines.ts";
+import { pause } from "./pause.ts";
+import { mayResume, newThreadId, positionedFrames } from "./resumable.ts";
 import { decodeSse } from "./sse.ts";
 import { secretFromEnvironment } from "./environment.ts";
+import { IDEMPOTENCY_KEY_HEADER, mergeHeaders, newIdempotencyKey, type HeaderHook } from "./request-headers.ts";
+import { resolveRetryPolicy, retryDelay, type ResolvedRetryPolicy, type RetryPolicy } from "./retry-policy.ts";
 import type {
   AddMessagesRequest,
+  CancelRequest,
+  CancelResult,
   CallOptions,
   ChatMessage,
   ClearHistoryRequest,
   FeedbackRequest,
   HistoryPage,
   HistoryQuery,
+  IdempotentCallOptions,
+  InvokeOptions,
   JsonObject,
   MessageContent,
   ResumeRequest,
@@ -19,6 +27,8 @@ import type {
   ServiceInfo,
   StreamItem,
   StreamOptions,
+  ThreadListPage,
+  ThreadListQuery,
 } from "./types.ts";
 
 /** The fetch the client calls: the global one, or one the caller injects (and keeps ownership of). */
@@ -42,6 +52,13 @@ export interface AgentClientOptions {
   timeout?: number;
   /** Milliseconds a stream may stay silent (no bytes, keep-alive comments included) before it fails. 0: no limit. */
   streamTimeout?: number;
+  /**
+   * Opt-in retries of 503 and 429 answers, honouring Retry-After (retry-policy.ts); `true` for the
+   * defaults. Off by default: the client then never retries.
+   */
+  retry?: RetryPolicy | boolean;
+  /** Adds headers to every request (request-headers.ts). */
+  headers?: HeaderHook;
 }
 
 /** Longer than the service's default REQUEST_TIMEOUT (300 s), so its own 504 arrives first. */
@@ -59,8 +76,8 @@ const RUN_FIELDS = [
 ] as const satisfies readonly (keyof RunOptions)[];
 
 /**
- * Client for one agenthost service. It never retries: a failed call is reported once, as an
- * AgentClientError (or the caller's abort reason when their signal cancelled it).
+ * Client for one agenthost service. Unless the retry policy is on it never retries: a failed call is
+ * reported once, as an AgentClientError (or the caller's abort reason when their signal cancelled it).
  */
 export class AgentClient {
   readonly baseUrl: string;
@@ -71,6 +88,8 @@ export class AgentClient {
   private readonly timeout: number;
   private readonly streamTimeout: number;
   private defaultAgent: Promise<string> | undefined;
+  private readonly retry: ResolvedRetryPolicy | undefined;
+  private readonly headerHook: HeaderHook | undefined;
 
   constructor(options: AgentClientOptions) {
     const url = new URL(options.baseUrl);
@@ -81,6 +100,8 @@ export class AgentClient {
     this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.timeout = options.timeout ?? DEFAULT_TIMEOUT_MS;
     this.streamTimeout = options.streamTimeout ?? DEFAULT_STREAM_TIMEOUT_MS;
+    this.retry = resolveRetryPolicy(options.retry);
+    this.headerHook = options.headers;
   }
 
   /** The agent calls go to: the configured one, the default agent once `/info` was read, else undefined. */
@@ -98,9 +119,9 @@ export class AgentClient {
   }
 
   /** Run the agent and wait for its final message. Omit `thread_id` to start a conversation. */
-  async invoke(message: MessageContent, options: RunOptions = {}): Promise<ChatMessage> {
+  async invoke(message: MessageContent, options: InvokeOptions = {}): Promise<ChatMessage> {
     const path = (await this.agentPrefix(options)) + "/invoke";
-    const body = await this.requestJson("POST", path, runBody(message, options), options);
+    const body = await this.requestJson("POST", path, runBody(message, options), options, this.keyFor(options));
     if (!isChatMessage(body)) throw unexpected(`POST ${path}`, "a ChatMessage");
     return body;
   }
@@ -112,12 +133,25 @@ export class AgentClient {
    * first iteration; breaking out of the loop closes the connection.
    */
   stream(message: MessageContent, options: StreamOptions = {}): AsyncGenerator<StreamItem, void, undefined> {
+    if (options.resumable) return this.resumableEvents("SSE", message, options);
     return this.events("/stream", "SSE", message, options);
   }
 
   /** Like `stream`, over JSON Lines. The format has no end marker: a clean end alone is the end. */
   streamJsonl(message: MessageContent, options: StreamOptions = {}): AsyncGenerator<StreamItem, void, undefined> {
+    if (options.resumable) return this.resumableEvents("JSON Lines", message, options);
     return this.events("/stream/jsonl", "JSON Lines", message, options);
+  }
+
+  /**
+   * Stop the run holding a conversation, on whichever worker or host it runs. Its invoke then fails
+   * with errorCode `run_cancelled` (its stream with an error event of that code).
+   */
+  async cancel(request: CancelRequest, options: CallOptions = {}): Promise<CancelResult> {
+    const path = (await this.agentPrefix(options)) + "/cancel";
+    const body = await this.requestJson("POST", path, request, options);
+    if (!isRecord(body) || typeof body.cancelled !== "boolean") throw unexpected(`POST ${path}`, "a cancel answer");
+    return body as unknown as CancelResult;
   }
 
   /** One page of a conversation's messages. */
@@ -154,9 +188,9 @@ export class AgentClient {
   }
 
   /** Append messages to a conversation without running the agent. Returns the service's answer body. */
-  async addMessages(request: AddMessagesRequest, options: CallOptions = {}): Promise<JsonObject> {
+  async addMessages(request: AddMessagesRequest, options: IdempotentCallOptions = {}): Promise<JsonObject> {
     const path = (await this.agentPrefix(options)) + "/history/add_messages";
-    return asObject(await this.requestJson("POST", path, request, options));
+    return asObject(await this.requestJson("POST", path, request, options, this.keyFor(options)));
   }
 
   /** Delete every checkpoint of a conversation (long-term memory is untouched). */
@@ -169,9 +203,9 @@ export class AgentClient {
    * Record feedback on a run. Pass `feedback_token` from that run's message yourself: the client
    * keeps no proofs.
    */
-  async createFeedback(request: FeedbackRequest, options: CallOptions = {}): Promise<JsonObject> {
+  async createFeedback(request: FeedbackRequest, options: IdempotentCallOptions = {}): Promise<JsonObject> {
     const path = (await this.agentPrefix(options)) + "/feedback";
-    return asObject(await this.requestJson("POST", path, request, options));
+    return asObject(await this.requestJson("POST", path, request, options, this.keyFor(options)));
   }
 
   /** Continue an interrupted run (an approval, an answer) and wait for its final message. */
@@ -180,6 +214,31 @@ export class AgentClient {
     const body = await this.requestJson("POST", path, request, options);
     if (!isChatMessage(body)) throw unexpected(`POST ${path}`, "a ChatMessage");
     return body;
+  }
+
+  /** One page of the caller's conversations with the agent, most recently updated first. */
+  async listThreads(query: ThreadListQuery = {}, options: CallOptions = {}): Promise<ThreadListPage> {
+    const params = new URLSearchParams();
+    if (query.user_id !== undefined) params.set("user_id", query.user_id);
+    if (query.limit !== undefined) params.set("limit", String(query.limit));
+    if (query.offset !== undefined) params.set("offset", String(query.offset));
+    const search = params.toString() ? `?${params}` : "";
+    const path = `${await this.agentPrefix(options)}/threads${search}`;
+    const body = await this.requestJson("GET", path, undefined, options);
+    if (
+      !isRecord(body) ||
+      !Array.isArray(body.threads) ||
+      typeof body.total !== "number" ||
+      !(body.next_offset === null || typeof body.next_offset === "number")
+    ) {
+      throw unexpected(`GET ${path}`, "a thread list");
+    }
+    return body as unknown as ThreadListPage;
+  }
+
+  /** The call's Idempotency-Key: the caller's, or with retries on a new one (a retry must not run twice). */
+  private keyFor(options: IdempotentCallOptions): string | undefined {
+    return options.idempotencyKey ?? (this.retry ? newIdempotencyKey() : undefined);
   }
 
   private async agentPrefix(options: CallOptions): Promise<string> {
@@ -209,19 +268,22 @@ export class AgentClient {
     path: string,
     body: unknown,
     accept: string,
+    extraHeaders: Record<string, string> = {},
   ): Promise<Response> {
-    const headers: Record<string, string> = { accept };
+    const headers: Record<string, string> = { ...extraHeaders, accept };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (this.authSecret) headers.authorization = `Bearer ${this.authSecret}`;
-    const fetchImpl = this.fetchImpl;
-    const response = await fetchImpl(this.baseUrl + path, {
-      method,
-      headers,
-      body: body === undefined ? null : JSON.stringify(body),
-      signal: scope.signal,
-    });
-    if (!response.ok) throw await errorFromResponse(response);
-    return response;
+    const payload = body === undefined ? null : JSON.stringify(body);
+    for (let attempt = 1; ; attempt++) {
+      const extra = this.headerHook ? await this.headerHook({ method, path, attempt }) : undefined;
+      const fetchImpl = this.fetchImpl;
+      const response = await fetchImpl(this.baseUrl + path, { method, headers: mergeHeaders(headers, extra), body: payload, signal: scope.signal });
+      if (response.ok) return response;
+      const error = await errorFromResponse(response);
+      const delay = this.retry ? retryDelay(this.retry, error, attempt) : undefined;
+      if (delay === undefined) throw error;
+      await pause(delay, scope.signal);
+    }
   }
 
   private async requestJson(
@@ -229,12 +291,20 @@ export class AgentClient {
     path: string,
     body: unknown,
     options: Pick<CallOptions, "signal">,
+    idempotencyKey?: string,
   ): Promise<unknown> {
     const scope = new CallScope(options.signal);
     try {
       scope.throwIfCancelled();
       scope.arm(this.timeout, () => `no complete answer from agenthost within ${this.timeout} ms (${method} ${path})`);
-      const response = await this.send(scope, method, path, body, "application/json");
+      const response = await this.send(
+        scope,
+        method,
+        path,
+        body,
+        "application/json",
+        idempotencyKey === undefined ? {} : { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey },
+      );
       const text = await response.text();
       if (text.trim() === "") return {};
       try {
@@ -260,6 +330,7 @@ export class AgentClient {
     options: StreamOptions,
   ): AsyncGenerator<StreamItem, void, undefined> {
     const scope = new CallScope(options.signal);
+    let ids: { requestId: string | null; runId: string | null } = { requestId: null, runId: null };
     try {
       scope.throwIfCancelled();
       const path = (await this.agentPrefix(options)) + route;
@@ -268,6 +339,7 @@ export class AgentClient {
       scope.arm(this.timeout, () => `agenthost did not start the stream within ${this.timeout} ms (POST ${path})`);
       const response = await this.send(scope, "POST", path, body, accept);
       scope.disarm();
+      ids = idsOf(response);
       if (!response.body) throw unexpected(`POST ${path}`, "a streamed body");
       const lines = readLines(
         response.body,
@@ -289,9 +361,68 @@ export class AgentClient {
         }
       }
     } catch (error) {
-      throw scope.translate(error);
+      throw withIds(scope.translate(error), ids);
     } finally {
       scope.dispose();
+    }
+  }
+
+  /**
+   * A resumable stream: started with `stream_resumable`, and picked up again after a dropped
+   * connection from the last event received (`GET /runs/{run_id}/stream` with Last-Event-ID, or
+   * `/stream/jsonl?after=`), so no event is yielded twice or lost.
+   */
+  private async *resumableEvents(
+    protocol: "SSE" | "JSON Lines",
+    message: MessageContent,
+    options: StreamOptions,
+  ): AsyncGenerator<StreamItem, void, undefined> {
+    const threadId = options.thread_id ?? newThreadId();
+    const maxAttempts = options.resumeAttempts ?? 5;
+    const sse = protocol === "SSE";
+    const accept = sse ? "text/event-stream" : "application/jsonl, application/x-ndjson";
+    let ids: { requestId: string | null; runId: string | null } = { requestId: null, runId: null };
+    let last = 0;
+    let attempts = 0;
+    for (;;) {
+      const scope = new CallScope(options.signal);
+      try {
+        scope.throwIfCancelled();
+        const prefix = await this.agentPrefix(options);
+        let response: Response;
+        if (ids.runId === null) {
+          const path = prefix + (sse ? "/stream" : "/stream/jsonl");
+          const body = { ...runBody(message, { ...options, thread_id: threadId }), stream_tokens: options.stream_tokens ?? true, stream_resumable: true };
+          scope.arm(this.timeout, () => `agenthost did not start the stream within ${this.timeout} ms (POST ${path})`);
+          response = await this.send(scope, "POST", path, body, accept);
+        } else {
+          const params = new URLSearchParams({ thread_id: threadId });
+          if (options.user_id !== undefined) params.set("user_id", options.user_id);
+          if (!sse) params.set("after", String(last));
+          const path = `${prefix}/runs/${encodeURIComponent(ids.runId)}/stream${sse ? "" : "/jsonl"}?${params}`;
+          scope.arm(this.timeout, () => `agenthost did not resume the stream within ${this.timeout} ms (GET ${path})`);
+          response = await this.send(scope, "GET", path, undefined, accept, sse ? { "last-event-id": String(last) } : {});
+        }
+        scope.disarm();
+        const answered = idsOf(response);
+        ids = { requestId: answered.requestId, runId: ids.runId ?? answered.runId };
+        if (!response.body) throw unexpected("the stream", "a streamed body");
+        const lines = readLines(response.body, scope, this.streamTimeout, () => `the stream was silent for ${this.streamTimeout} ms (streamTimeout)`);
+        for await (const frame of positionedFrames(lines, protocol)) {
+          if (frame.done) return;
+          if (frame.seq !== undefined) last = frame.seq;
+          attempts = 0;
+          if (frame.item !== undefined) yield frame.item;
+        }
+        return;
+      } catch (error) {
+        const translated = scope.translate(error);
+        if (ids.runId === null || !mayResume(translated) || attempts >= maxAttempts) throw withIds(translated, ids);
+        attempts++;
+      } finally {
+        scope.dispose();
+      }
+      await pause(Math.min(100 * 2 ** (attempts - 1), 2_000), options.signal);
     }
   }
 }

@@ -15,6 +15,10 @@ export interface AgentClientErrorInit {
   retryAfter?: string | null;
   detail?: unknown;
   cause?: unknown;
+  /** The request's X-Request-Id, when the service answered. */
+  requestId?: string | null;
+  /** The run's X-Run-Id, when the request started a run. */
+  runId?: string | null;
 }
 
 /** Every failure the client reports, except a cancellation the caller asked for. */
@@ -29,6 +33,10 @@ export class AgentClientError extends Error {
   readonly retryAfter: string | null;
   /** The body's `detail` (or the event's content) as received. */
   readonly detail: unknown;
+  /** The service's id of the request (X-Request-Id), to find it in the service's logs; `null` when no answer came. */
+  readonly requestId: string | null;
+  /** The id of the run the request started (X-Run-Id); `null` when it started none. */
+  readonly runId: string | null;
 
   constructor(message: string, init: AgentClientErrorInit) {
     super(message, init.cause === undefined ? undefined : { cause: init.cause });
@@ -37,7 +45,32 @@ export class AgentClientError extends Error {
     this.errorCode = init.errorCode ?? null;
     this.retryAfter = init.retryAfter ?? null;
     this.detail = init.detail ?? null;
+    this.requestId = init.requestId ?? null;
+    this.runId = init.runId ?? null;
   }
+}
+
+/** The service's ids of a response: its request id and, for a run, the run id. */
+export function idsOf(response: Response): { requestId: string | null; runId: string | null } {
+  return { requestId: response.headers.get("x-request-id"), runId: response.headers.get("x-run-id") };
+}
+
+/** `error` with the request and run ids of the response it came with (when it has none of its own). */
+export function withIds(error: unknown, ids: { requestId: string | null; runId: string | null }): unknown {
+  if (!(error instanceof AgentClientError) || (error.requestId !== null && error.runId !== null)) return error;
+  if (ids.requestId === null && ids.runId === null) return error;
+  const { kind, statusCode, errorCode, retryAfter, detail } = error;
+  const copy = new AgentClientError(error.message, {
+    kind,
+    statusCode,
+    errorCode,
+    retryAfter,
+    detail,
+    cause: error.cause,
+    requestId: error.requestId ?? ids.requestId,
+    runId: error.runId ?? ids.runId,
+  });
+  return copy;
 }
 
 const MAX_DETAIL_CHARS = 500;
@@ -83,5 +116,6 @@ export async function errorFromResponse(response: Response): Promise<AgentClient
     errorCode,
     retryAfter: response.headers.get("retry-after"),
     detail,
+    ...idsOf(response),
   });
 }

@@ -7,4 +7,8 @@ export type { AgentClientOptions, FetchLike } from "./agent-client.ts";
 export { AgentClientError } from "./errors.ts";
 export { pendingInterrupts } from "./interrupts.ts";
 export type { AgentClientErrorInit, AgentClientErrorKind } from "./errors.ts";
+export { newIdempotencyKey } from "./request-headers.ts";
+export type { HeaderHook, OutgoingRequest } from "./request-headers.ts";
+export { retryAfterMs } from "./retry-policy.ts";
+export type { RetryPolicy } from "./retry-policy.ts";
 export type * from "./types.ts";

@@ -131,6 +131,30 @@ export interface RunOptions extends CallOptions {
 export interface StreamOptions extends RunOptions {
   /** true (default): token events plus messages; false: complete messages only. */
   stream_tokens?: boolean;
+  /**
+   * true: ask for a resumable stream (`stream_resumable`); when the connection drops, the client picks
+   * the stream up again where it left off (GET /runs/{run_id}/stream), up to `resumeAttempts` times in a
+   * row. The service keeps running the run meanwhile. Without a `thread_id` the client makes one up, as
+   * resuming names the conversation.
+   */
+  resumable?: boolean;
+  /** Reconnections in a row a resumable stream may make before it reports the failure (default 5). */
+  resumeAttempts?: number;
+}
+
+/** Stop the run holding a conversation (`POST /cancel`). */
+export interface CancelRequest {
+  thread_id: string;
+  /** Trusted callers: the conversation's owner. */
+  user_id?: string;
+}
+
+export interface CancelResult {
+  thread_id: string;
+  /** true: a run held the conversation and was stopped; false: nothing was running. */
+  cancelled: boolean;
+  /** The stopped run's id; null when nothing was running. */
+  run_id: string | null;
 }
 
 export interface HistoryQuery {
@@ -174,3 +198,42 @@ export interface ResumeRequest {
 
 /** A JSON object the service returned whose shape the spec does not fix. */
 export type JsonObject = Record<string, unknown>;
+
+/** Options of the calls the service can answer once per key: invoke, addMessages, createFeedback. */
+export interface IdempotentCallOptions extends CallOptions {
+  /**
+   * Sent as `Idempotency-Key`: the same key and body again (a retry) gets the first answer replayed
+   * instead of a second run. With the retry policy on, the client makes one when this is omitted.
+   */
+  idempotencyKey?: string;
+}
+
+/** invoke's options: the run's fields and an idempotency key. */
+export interface InvokeOptions extends RunOptions, IdempotentCallOptions {}
+
+/** `GET /{agent}/threads`: one page of the caller's conversations with the agent. */
+export interface ThreadListQuery {
+  /** Trusted callers: whose conversations (default the service user). Token users: omit or their own id. */
+  user_id?: string;
+  /** 1..100, default 20. */
+  limit?: number;
+  offset?: number;
+}
+
+export interface ThreadSummary {
+  thread_id: string;
+  /** The start of the first human message (at most 80 characters); null when there is none. */
+  title: string | null;
+  /** ISO 8601, UTC. */
+  created_at: string;
+  updated_at: string;
+  message_count: number;
+}
+
+export interface ThreadListPage {
+  /** Most recently updated first. */
+  threads: ThreadSummary[];
+  total: number;
+  /** Offset of the next page; `null` on the last page. */
+  next_offset: number | null;
+}

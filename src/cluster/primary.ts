@@ -3,12 +3,17 @@ import type http from "node:http";
 import type { AddressInfo } from "node:net";
 import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
-import { createLogger, logFatalErrors, type Logger } from "../observability/logger.ts";
+import { createLogger, failureForLog, logFatalErrors, type Logger } from "../observability/logger.ts";
 import { PrimaryMetrics, renderClusterMetrics, type MetricsJson } from "../observability/metrics.ts";
 import { LeaseReaper } from "../admission/locks/lease-reaper.ts";
+import { recordLimits } from "../runs/stream-log/default-stream-logs.ts";
+import { CancelBroker } from "./cancel-broker.ts";
+import { EventLogBroker } from "./event-log-broker.ts";
 import { LockBroker } from "./lock-broker.ts";
 import { MetricsLedger } from "./metrics-ledger.ts";
 import { startMetricsServer } from "./metrics-server.ts";
+import { checkDatabase, checkRedis } from "./dependency-checks.ts";
+import { checkPort, StartupRefusal } from "./startup-refusal.ts";
 import { isMessage, STARTUP_REFUSED, type ToPrimary, type ToWorker } from "./protocol.ts";
 import { RestartBudget } from "./restart-budget.ts";
 import { WORKER_ENTRY, workerExecArgv } from "./worker-entry.ts";
@@ -38,8 +43,14 @@ interface Member {
   startupTimer?: NodeJS.Timeout;
 }
 
+/** Print a startup refusal as one line on stderr (no logger line, no stack) and exit STARTUP_REFUSED. */
+function refuse(message: string): never {
+  process.stderr.write(`agenthost cannot start: ${message}\n`);
+  process.exit(STARTUP_REFUSED);
+}
+
 /**
- * The supervising primary: validates the configuration, forks WEB_CONCURRENCY workers, polls
+ * The supervising primary: validates the configuration, checks PORT, the database and Redis, forks WEB_CONCURRENCY workers, polls
  * their liveness over IPC, replaces dead, unresponsive and stalled ones with backoff, exits
  * non-zero on a crash loop, brokers conversation locks (without REDIS_URL), serves the
  * aggregated metrics, and on SIGTERM/SIGINT drains the workers and exits.
@@ -62,8 +73,11 @@ class Supervisor {
   private readonly metrics = new PrimaryMetrics();
   private readonly ledger = new MetricsLedger();
   private readonly broker: LockBroker;
-  /** With REDIS_URL: releases the Redis leases of a worker that died. */
-  private readonly reaper: LeaseReaper | undefined;
+  private readonly cancels = new CancelBroker();
+  /** Without REDIS_URL: the resumable streams' events, readable from every worker. */
+  private readonly events: EventLogBroker;
+  /** With REDIS_URL: releases the Redis leases of a worker that died (connected once the preflight passed). */
+  private reaper: LeaseReaper | undefined;
   private readonly members = new Map<number, Member>();
   private readonly budget: RestartBudget;
   private readonly forkTimers = new Set<NodeJS.Timeout>();
@@ -79,23 +93,33 @@ class Supervisor {
     private readonly logger: Logger,
   ) {
     this.broker = new LockBroker({ waitMs: config.THREAD_QUEUE_TIMEOUT * 1000, maxWaiters: config.THREAD_QUEUE_MAX_WAITERS });
+    this.events = new EventLogBroker(recordLimits(config));
     this.budget = new RestartBudget(config.WORKER_RESTART_LIMIT, config.WORKER_RESTART_WINDOW * 1000);
-    this.reaper = config.REDIS_URL
-      ? new LeaseReaper({
-          url: config.REDIS_URL,
-          keyPrefix: `${config.REDIS_KEY_PREFIX}:`,
-          onError: (error) => logger.warn({ err: { message: error.message } }, "redis connection problem"),
-        })
-      : undefined;
   }
 
   async start(): Promise<void> {
     const { config, logger } = this;
     try {
+      await checkPort(config);
+      const unreachable = await Promise.all([checkDatabase(config), checkRedis(config)]);
+      for (const problem of unreachable) {
+        if (problem) logger.warn({ setting: problem.setting }, `${problem.message}; workers start not ready and wait for it`);
+      }
+    } catch (error) {
+      if (error instanceof StartupRefusal) refuse(error.message);
+      throw error;
+    }
+    this.reaper = config.REDIS_URL
+      ? new LeaseReaper({
+          url: config.REDIS_URL,
+          keyPrefix: `${config.REDIS_KEY_PREFIX}:`,
+          onError: (error) => logger.warn({ ...failureForLog(error), reason: error.message.split("\n")[0] }, "redis connection problem"),
+        })
+      : undefined;
+    try {
       this.metricsServer = await startMetricsServer(config.HOST, config.METRICS_PORT, () => this.collect(), logger);
     } catch (error) {
-      process.stderr.write(`agenthost cannot start: METRICS_PORT ${config.METRICS_PORT}: ${(error as Error).message}\n`);
-      process.exit(STARTUP_REFUSED);
+      refuse(`METRICS_PORT ${config.METRICS_PORT}: ${(error as Error).message}`);
     }
     const metricsPort = (this.metricsServer.address() as AddressInfo).port;
     // Workers accept connections themselves (the kernel spreads them). Under Node's default
@@ -115,12 +139,6 @@ class Supervisor {
       },
       "primary starting",
     );
-    if (config.MEMORY_BACKEND === "memory" && config.WEB_CONCURRENCY > 1) {
-      logger.warn(
-        { workers: config.WEB_CONCURRENCY },
-        "MEMORY_BACKEND=memory keeps each worker's conversations to itself; use filedb or serverdb with several workers",
-      );
-    }
     for (let slot = 0; slot < config.WEB_CONCURRENCY; slot++) this.fork(slot, true);
     this.pollTimer = setInterval(() => this.poll(), config.WORKER_LIVENESS_INTERVAL * 1000);
   }
@@ -132,6 +150,8 @@ class Supervisor {
     this.members.set(worker.id, member);
     this.metrics.workers.set(this.members.size);
     this.broker.attach(worker.id, (message) => this.send(member, message));
+    this.cancels.attach(worker.id, (message) => this.send(member, message));
+    this.events.attach(worker.id, (message) => this.send(member, message));
     worker.on("error", () => {});
     worker.on("message", (message: unknown) => {
       if (isMessage<ToPrimary>(message)) this.onMessage(member, message);
@@ -153,7 +173,7 @@ class Supervisor {
   }
 
   private onMessage(member: Member, message: ToPrimary): void {
-    if (this.broker.handle(member.worker.id, message)) return;
+    if (this.broker.handle(member.worker.id, message) || this.cancels.handle(member.worker.id, message) || this.events.handle(member.worker.id, message)) return;
     switch (message.ah) {
       case "listening":
         member.listening = true;
@@ -180,7 +200,14 @@ class Supervisor {
       case "lock.cancel":
       case "lock.release":
       case "ping":
-        break; // answered by the lock broker above
+      case "run.cancel":
+      case "run.stopped":
+      case "events.open":
+      case "events.append":
+      case "events.end":
+      case "events.read":
+      case "events.stop":
+        break; // answered by the lock, cancel and event-log brokers above
     }
   }
 
@@ -225,6 +252,8 @@ class Supervisor {
     this.members.delete(worker.id);
     this.metrics.workers.set(this.members.size);
     this.broker.detach(worker.id);
+    this.cancels.detach(worker.id);
+    this.events.detach(worker.id);
     this.releaseLeases(worker.id);
     void this.ledger.retire(worker.id);
     if (!member) return;

@@ -13,9 +13,27 @@ export interface ChatUiConfig {
   readonly userId: string | undefined;
   readonly host: string;
   readonly port: number;
+  /** Attachments one message may carry: agenthost's MULTIMODAL_MAX_ATTACHMENTS (default 10). */
+  readonly maxAttachments?: number;
+  /** Bytes all attachments of one message may hold together (CHAT_UI_MAX_UPLOAD_BYTES, default 10 MiB). */
+  readonly maxUploadBytes?: number;
 }
 
 const unsetIfEmpty = (v: unknown) => (typeof v === "string" && v.trim() === "" ? undefined : v);
+
+export const DEFAULT_MAX_ATTACHMENTS = 10;
+export const DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
+
+const count = (fallback: number, min: number, max: number) =>
+  z.preprocess(
+    unsetIfEmpty,
+    z.coerce
+      .number({ error: "must be an integer" })
+      .int({ error: "must be an integer" })
+      .min(min, { error: `must be at least ${min}` })
+      .max(max, { error: `must be at most ${max}` })
+      .default(fallback),
+  );
 
 const shape = {
   AGENTHOST_URL: z.preprocess(
@@ -34,6 +52,8 @@ const shape = {
       .max(65535, { error: "must be at most 65535" })
       .default(8501),
   ),
+  MULTIMODAL_MAX_ATTACHMENTS: count(DEFAULT_MAX_ATTACHMENTS, 0, 1000),
+  CHAT_UI_MAX_UPLOAD_BYTES: count(DEFAULT_MAX_UPLOAD_BYTES, 0, 100 * 1024 * 1024),
 } as const;
 
 export class ChatUiConfigError extends Error {
@@ -59,5 +79,7 @@ export function loadChatUiConfig(env: Readonly<Record<string, string | undefined
     userId: values.CHAT_UI_USER_ID as string | undefined,
     host: values.CHAT_UI_HOST as string,
     port: values.CHAT_UI_PORT as number,
+    maxAttachments: values.MULTIMODAL_MAX_ATTACHMENTS as number,
+    maxUploadBytes: values.CHAT_UI_MAX_UPLOAD_BYTES as number,
   });
 }

@@ -1,3 +1,4 @@
+import { availableCpus } from "./available-cpus.ts";
 import { configShape, type Config, type ConfigKey } from "./schema.ts";
 
 /** Startup refusal: every problem found in the environment, one per line. */
@@ -33,6 +34,8 @@ export function loadConfig(env: Env = process.env): Config {
   problems.push(...crossFieldProblems(values as Partial<Config>));
   if (problems.length) throw new ConfigError(problems);
   values.SHUTDOWN_GRACE ??= values.REQUEST_TIMEOUT;
+  // Each worker keeps its own memory backend: one worker, or conversations split between workers.
+  values.WEB_CONCURRENCY ??= values.MEMORY_BACKEND === "memory" ? 1 : availableCpus();
   return Object.freeze(values as Config);
 }
 
@@ -92,6 +95,12 @@ function crossFieldProblems(c: Partial<Config>): string[] {
   ) {
     problems.push(
       `LLM_HTTP_MAX_KEEPALIVE_CONNECTIONS (${c.LLM_HTTP_MAX_KEEPALIVE_CONNECTIONS}) must not exceed LLM_HTTP_MAX_CONNECTIONS (${c.LLM_HTTP_MAX_CONNECTIONS})`,
+    );
+  }
+  if (c.MEMORY_BACKEND === "memory" && c.WEB_CONCURRENCY !== undefined && c.WEB_CONCURRENCY > 1) {
+    problems.push(
+      `WEB_CONCURRENCY=${c.WEB_CONCURRENCY} with MEMORY_BACKEND=memory would split each conversation between workers (each keeps its own memory): ` +
+        "set MEMORY_BACKEND=filedb (SQLite) or serverdb (PostgreSQL) for several workers, or WEB_CONCURRENCY=1",
     );
   }
   if (c.MEMORY_BACKEND === "serverdb" && !c.DATABASE_URL) {

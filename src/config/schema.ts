@@ -1,4 +1,3 @@
-import { availableCpus } from "./available-cpus.ts";
 import { z } from "zod";
 
 /**
@@ -56,6 +55,10 @@ const json = <T extends z.ZodType>(shape: T, fallback: z.input<T>) =>
       .default(fallback as never),
   );
 
+/** OTLP protocols agenthost can export with: JSON over HTTP only (the exporter it ships). */
+const otlpProtocol = () =>
+  z.preprocess(unsetIfEmpty, z.enum(["http/json"], { error: "must be http/json (agenthost exports OTLP as JSON over HTTP)" }).optional());
+
 const nonEmpty = z.string().min(1, { error: "must not be empty" });
 
 export const modelConfigSchema = z.strictObject({
@@ -90,7 +93,8 @@ export const configShape = {
   // Process and HTTP
   PORT: int(8080, 0, 65535),
   HOST: z.preprocess(unsetIfEmpty, z.string().default("0.0.0.0")),
-  WEB_CONCURRENCY: int(availableCpus(), 1, 256),
+  // Unset: one worker with MEMORY_BACKEND=memory, else the CPUs available (resolved by loadConfig).
+  WEB_CONCURRENCY: optionalInt(1, 256),
   ENV_MODE: z.preprocess(unsetIfEmpty, z.enum(["production", "development"]).default("production")),
   LOG_LEVEL: z.preprocess(
     unsetIfEmpty,
@@ -98,6 +102,14 @@ export const configShape = {
   ),
   METRICS_PORT: int(9464, 0, 65535),
   SHUTDOWN_GRACE: optionalSeconds(),
+  CORS_ALLOW_ORIGINS: z.preprocess(
+    unsetIfEmpty,
+    z
+      .string()
+      .transform((v) => v.split(",").map((origin) => origin.trim().replace(/\/+$/, "")).filter(Boolean))
+      .pipe(z.array(z.string().regex(/^(\*|https?:\/\/[^/\s?#]+)$/, { error: "lists something that is not an origin (scheme://host[:port]) or *" })))
+      .default([]),
+  ),
 
   // Cluster supervision (the primary and its workers)
   WORKER_LIVENESS_INTERVAL: seconds(3, 0.1),
@@ -149,6 +161,7 @@ export const configShape = {
   HISTORY_MAX_PAGE_SIZE: optionalInt(1, 1000),
   MESSAGE_CACHE_SIZE: int(50_000, 0, 10_000_000),
   CONVERSATION_MAX_MESSAGES: int(100_000, 1),
+  IDEMPOTENCY_TTL: seconds(86_400, 1),
 
   // Authentication
   AUTH_MODE: z.preprocess(
@@ -168,6 +181,13 @@ export const configShape = {
   LANGSMITH_API_KEY: text(),
   LANGSMITH_ENDPOINT: text(),
   LANGSMITH_PROJECT: text(),
+  OTEL_SDK_DISABLED: bool(false),
+  OTEL_EXPORTER_OTLP_ENDPOINT: text(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: text(),
+  OTEL_EXPORTER_OTLP_HEADERS: text(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: otlpProtocol(),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol(),
+  OTEL_SERVICE_NAME: z.preprocess(unsetIfEmpty, z.string().default("agenthost")),
 
   // Limits and queues
   REQUEST_MAX_CONCURRENT: int(8, 1, 100_000),
@@ -180,6 +200,7 @@ export const configShape = {
   THREAD_QUEUE_MAX_WAITERS: int(32, 0, 100_000),
   STREAM_KEEPALIVE_INTERVAL: seconds(15, 0.01),
   STREAM_MAX_UNSENT_BYTES: int(8 * 1024 * 1024, 1024),
+  STREAM_RESUME_TTL: seconds(120, 1),
   REDIS_URL: text(),
   REDIS_KEY_PREFIX: z.preprocess(unsetIfEmpty, z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, { error: "must be 1-64 letters, digits, _ . : -" }).default("agenthost")),
   FEEDBACK_MAX_ATTEMPTS: int(12, 1, 100),
@@ -223,10 +244,11 @@ type ObservabilitySettings =
   | { OBSERVABILITY_BACKEND: "langsmith"; LANGFUSE_PUBLIC_KEY: string | undefined; LANGFUSE_SECRET_KEY: string | undefined; LANGSMITH_API_KEY: string };
 
 /**
- * The validated configuration. SHUTDOWN_GRACE is resolved (it defaults to REQUEST_TIMEOUT), and
+ * The validated configuration. SHUTDOWN_GRACE is resolved (it defaults to REQUEST_TIMEOUT),
+ * WEB_CONCURRENCY too (one worker for the memory backend, else the CPUs available), and
  * checking MEMORY_BACKEND or OBSERVABILITY_BACKEND narrows it to the settings that backend requires.
  */
-export type Config = Readonly<Omit<Parsed, "SHUTDOWN_GRACE" | BackendSettings> & { SHUTDOWN_GRACE: number } & CheckpointSettings & ObservabilitySettings>;
+export type Config = Readonly<Omit<Parsed, "SHUTDOWN_GRACE" | "WEB_CONCURRENCY" | BackendSettings> & { SHUTDOWN_GRACE: number; WEB_CONCURRENCY: number } & CheckpointSettings & ObservabilitySettings>;
 export type ServerdbConfig = Extract<Config, { MEMORY_BACKEND: "serverdb" }>;
 export type LangfuseConfig = Extract<Config, { OBSERVABILITY_BACKEND: "langfuse" }>;
 export type LangsmithConfig = Extract<Config, { OBSERVABILITY_BACKEND: "langsmith" }>;

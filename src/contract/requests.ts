@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CONVERSATION_OWNER_KEY } from "../checkpoints/conversation-owner-key.ts";
 import { REQUEST_MODEL_KEY } from "../models/request-model-key.ts";
 import { BOUNDS_NOTE, boundedJson, boundedRecord } from "./json-bounds.ts";
 import { identifier, optional, userIdField } from "./fields.ts";
@@ -29,6 +30,7 @@ export const FORBIDDEN_AGENT_CONFIG_KEYS: ReadonlySet<string> = new Set([
   "graph_id",
   "langgraph_auth_user",
   REQUEST_MODEL_KEY,
+  CONVERSATION_OWNER_KEY,
 ]);
 
 const agentConfigSchema = boundedRecord()
@@ -79,6 +81,14 @@ export const streamRequestSchema = z
   .strictObject({
     ...runFields,
     stream_tokens: streamTokensField,
+    stream_resumable: z
+      .boolean()
+      .nullish()
+      .transform((value) => value ?? false)
+      .describe(
+        "true: every event gets a sequence number (SSE `id:`, JSON Lines `seq`), the run goes on if the client disconnects " +
+          "(within REQUEST_TIMEOUT), and GET /runs/{run_id}/stream replays what was missed (for STREAM_RESUME_TTL seconds after the run ends).",
+      ),
   })
   .register(namedSchemas, { id: "StreamRequest" });
 export type StreamRequest = z.infer<typeof streamRequestSchema>;
@@ -116,14 +126,14 @@ export const clearHistoryRequestSchema = z.strictObject(conversationFields).regi
 export type ClearHistoryRequest = z.output<typeof clearHistoryRequestSchema>;
 
 /** One query parameter's text: given once (a repeated parameter arrives as a list). */
-function queryText(whenMissing: string) {
+export function queryText(whenMissing: string) {
   return z.string({ error: (issue) => (issue.input === undefined ? whenMissing : "give it once, as a plain value") });
 }
 
 const THREAD_REQUIRED = "required; a user_id alone does not select a conversation";
 
 /** A whole number in a query: up to seven digits, at least `min`. */
-function queryCount(min: number) {
+export function queryCount(min: number) {
   const rule = `must be an integer of at least ${min}`;
   return queryText(rule)
     .regex(/^\d{1,7}$/, { error: rule })

@@ -63,6 +63,11 @@ export class ConversationService {
     return agent;
   }
 
+  /** The user a request acts for: the token's own, or the one a trusted caller named (refused when it may not). */
+  userFor(principal: Principal, requested: string | undefined): string {
+    return effectiveUserId(principal, requested, this.deps.serviceUserId);
+  }
+
   /**
    * The conversation `address` selects for `principal` with `agent`. Identity comes first: a caller
    * naming a user it may not act for is refused before anything else is looked at.

@@ -1,3 +1,4 @@
+import { ownerConfigurable } from "../checkpoints/conversation-owner-key.ts";
 import { appendMessages, clearHistory, readHistoryPage } from "../checkpoints/history.ts";
 import type { MessageInput } from "../contract/messages.ts";
 import type { HistoryPage } from "../contract/responses.ts";
@@ -44,7 +45,13 @@ export class ConversationHistory {
   append(conversation: Conversation, messages: readonly MessageInput[], run: AbortController): Promise<number> {
     const stored = messages.map(toStoredMessage);
     return this.deps.conversations.withConversation(conversation, run, () =>
-      appendMessages(conversation.agent, conversation.storageKey, stored, this.deps.maxMessages),
+      appendMessages(
+        conversation.agent,
+        conversation.storageKey,
+        stored,
+        this.deps.maxMessages,
+        ownerConfigurable(conversation.userId, conversation.agent.name, conversation.threadId),
+      ),
     );
   }
 

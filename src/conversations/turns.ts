@@ -3,6 +3,7 @@ import type { ChatMessage, StreamEvent } from "../contract/messages.ts";
 import { classifyRunError } from "../errors/classify.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import { invokeRun, streamRun } from "../runs/execute.ts";
+import type { ActiveRuns } from "../runs/cancel/active-runs.ts";
 import type { PreparedRun } from "../runs/prepare.ts";
 import type { Conversation, ConversationService, HeldConversation } from "./conversation-service.ts";
 
@@ -39,6 +40,8 @@ export interface TurnDependencies {
   readonly conversations: ConversationService;
   /** CONVERSATION_MAX_MESSAGES: a full conversation takes no new run. */
   readonly maxMessages: number;
+  /** The runs holding a conversation in this process, for POST /cancel. */
+  readonly active: ActiveRuns;
 }
 
 const EMPTY_HEAD: ConversationHead = { messageCount: 0, pendingWrites: [] };
@@ -71,6 +74,8 @@ export class Turns {
   invoke(conversation: Conversation, prepared: PreparedRun, control: AbortController, underLock?: UnderLock): Promise<ChatMessage> {
     return this.deps.conversations.withConversation(conversation, control, async (runSignal) => {
       let run = prepared;
+      // A cancel reaches the run from the moment it holds the conversation.
+      const leave = this.deps.active.enter(prepared.storageKey, prepared.runId, control);
       try {
         run = await this.start(conversation, run, underLock);
         return await invokeRun(run, runSignal);
@@ -78,6 +83,8 @@ export class Turns {
         forgetUnsavedChanges(run.agent, run.storageKey);
         if (cause instanceof ServiceError && cause.refusal) throw cause;
         throw new RunFailure(classifyRunError(cause, runSignal.aborted ? runSignal.reason : undefined, run), run, cause);
+      } finally {
+        leave();
       }
     });
   }
@@ -88,14 +95,22 @@ export class Turns {
    * ends the events with a RunFailure.
    */
   async stream(conversation: Conversation, prepared: PreparedRun, control: AbortController, tokens: boolean, underLock?: UnderLock): Promise<RunStream> {
-    const held = await this.deps.conversations.hold(conversation, control);
+    const locked = await this.deps.conversations.hold(conversation, control);
     let run: PreparedRun;
     try {
       run = await this.start(conversation, prepared, underLock);
     } catch (error) {
-      await held.release();
+      await locked.release();
       throw error instanceof ServiceError ? error : classifyRunError(error, undefined, prepared);
     }
+    const leave = this.deps.active.enter(run.storageKey, run.runId, control);
+    const held: HeldConversation = {
+      signal: locked.signal,
+      release: () => {
+        leave();
+        return locked.release();
+      },
+    };
     const progress = { finished: false };
     return {
       run,

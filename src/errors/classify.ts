@@ -6,7 +6,7 @@ import { ServiceError } from "./service-error.ts";
 
 /** Why a run's AbortSignal fired. Carried as the signal's reason. */
 export class RunAborted extends Error {
-  constructor(readonly reason: "deadline" | "client_disconnected" | "lock_lost" | "shutdown") {
+  constructor(readonly reason: "deadline" | "client_disconnected" | "lock_lost" | "shutdown" | "cancelled") {
     super(`run aborted: ${reason}`);
     this.name = "RunAborted";
   }
@@ -59,6 +59,8 @@ export function classifyRunError(error: unknown, abortReason?: unknown, choices:
         return new ServiceError("shutting_down");
       case "client_disconnected":
         return new ServiceError("run_failed", { detail: "The client disconnected; the run was stopped." });
+      case "cancelled":
+        return new ServiceError("run_cancelled");
     }
   }
   if (error instanceof ServiceError) return error;

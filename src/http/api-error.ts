@@ -65,6 +65,17 @@ export const errorCatalogue = {
     detail: "The request body's Content-Encoding or charset is not supported (gzip, deflate, br or identity; a UTF charset).",
   },
   expectation_failed: { status: 417, code: "expectation_failed", detail: "Only the Expect value 100-continue is supported." },
+  idempotency_in_progress: {
+    status: 409,
+    code: "idempotency_in_progress",
+    detail: "A request with this Idempotency-Key is still running; retry when it has finished to get its answer.",
+    headers: { "Retry-After": "1" },
+  },
+  idempotency_key_reused: {
+    status: 422,
+    code: "idempotency_key_reused",
+    detail: "This Idempotency-Key was used with another request; use a new key for a new request.",
+  },
   validation_failed: { status: 422, code: "validation_failed", detail: "The request failed validation." },
   headers_too_large: { status: 431, code: "headers_too_large", detail: "The request headers are too large." },
   service_busy: {
@@ -96,6 +107,13 @@ export const errorCatalogue = {
   model_request_rejected: { status: 502, code: "model_request_rejected", detail: "The model provider rejected the request." },
   no_pending_interrupt: { status: 409, code: "no_pending_interrupt", detail: "The conversation has no pending interrupt to resume." },
   interrupt_not_pending: { status: 409, code: "interrupt_not_pending", detail: "The named interrupt is not pending in this conversation." },
+  run_cancelled: { status: 409, code: "run_cancelled", detail: "The run was cancelled (POST /cancel) before it finished; completed steps stay in the conversation." },
+  run_events_not_found: {
+    status: 404,
+    code: "run_events_not_found",
+    detail: "No resumable stream of this run in this conversation: it did not ask for stream_resumable, its events expired (STREAM_RESUME_TTL), or the run is not yours.",
+  },
+  run_events_unavailable: { status: 503, code: "run_events_unavailable", detail: "The store of resumable streams' events is unavailable; retry shortly." },
   recursion_limit_requested: {
     status: 422,
     code: "recursion_limit_exceeded",

@@ -1,14 +1,18 @@
 import express, { type Express } from "express";
 import { ConversationService } from "../conversations/conversation-service.ts";
 import { ConversationHistory } from "../conversations/history.ts";
+import { ConversationList } from "../conversations/thread-list.ts";
+import { RunControl } from "../conversations/run-control.ts";
 import { Turns } from "../conversations/turns.ts";
 import type { Runtime } from "../runtime.ts";
 import { admission } from "./middleware/admission.ts";
 import { authenticate } from "./middleware/authenticate.ts";
 import { bodyDeadline } from "./middleware/body-deadline.ts";
+import { cors } from "./middleware/cors.ts";
 import { errorHandler, notFound } from "./middleware/errors.ts";
 import { refuseOtherMethods } from "./middleware/method-not-allowed.ts";
 import { requestContext } from "./middleware/request-context.ts";
+import { IdempotentRequests } from "./idempotency.ts";
 import { mountOperations, type MountSettings } from "./mount-operations.ts";
 import { operations } from "./operations.ts";
 import { docsRoutes } from "./routes/docs.ts";
@@ -16,7 +20,9 @@ import { feedbackHandlers } from "./routes/feedback.ts";
 import { healthHandlers } from "./routes/health.ts";
 import { historyHandlers } from "./routes/history.ts";
 import { infoHandlers } from "./routes/info.ts";
+import { runControlHandlers } from "./routes/run-control.ts";
 import { runHandlers } from "./routes/runs.ts";
+import { threadHandlers } from "./routes/threads.ts";
 import type { Handlers, RouteServices } from "./routes/services.ts";
 
 export interface AppOptions {
@@ -39,19 +45,32 @@ function routeServices(runtime: Runtime): RouteServices {
   return {
     runtime,
     conversations,
-    turns: new Turns({ conversations, maxMessages: config.CONVERSATION_MAX_MESSAGES }),
+    turns: new Turns({ conversations, maxMessages: config.CONVERSATION_MAX_MESSAGES, active: runtime.activeRuns }),
     history: new ConversationHistory({
       conversations,
       maxPageSize: config.HISTORY_MAX_PAGE_SIZE,
       maxMessages: config.CONVERSATION_MAX_MESSAGES,
     }),
+    threads: new ConversationList({ conversations, threads: runtime.checkpoints.threads }),
+    runControl: new RunControl({ conversations, canceller: runtime.canceller, streamLogs: runtime.streamLogs }),
+  };
+}
+
+/** The storage key of the conversation an idempotent answer names (invoke, append), for retention. */
+function answerThread(conversations: ConversationService): ConstructorParameters<typeof IdempotentRequests>[0]["threadOf"] {
+  return (principal, agent, answer, sent) => {
+    const threadId = (answer as { thread_id?: unknown } | null)?.thread_id;
+    if (typeof threadId !== "string") return null;
+    const userId = (sent as { user_id?: unknown } | null)?.user_id;
+    return conversations.resolve(principal, agent, { thread_id: threadId, user_id: typeof userId === "string" && userId ? userId : undefined }).storageKey;
   };
 }
 
 /**
- * The Express application, without listening. Order matters: every request's body is bounded in
- * time; probes and the reference are public; everything after `authenticate` needs a bearer token;
- * admission takes a worker slot before any body is read. The operations come from the route table
+ * The Express application, without listening. Order matters: CORS preflights (CORS_ALLOW_ORIGINS)
+ * are answered first; every request's body is bounded in time; probes and the reference are public;
+ * everything after `authenticate` needs a bearer token; admission takes a worker slot before any body
+ * is read. The operations come from the route table
  * (operations.ts); each path answers a method it does not serve with 405 (public ones before
  * authentication).
  */
@@ -63,6 +82,8 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): Express {
     ...runHandlers(services),
     ...historyHandlers(services),
     ...feedbackHandlers(services),
+    ...threadHandlers(services),
+    ...runControlHandlers(services),
   };
   const settings: MountSettings = {
     agentNamed: (name) => services.conversations.agent(name),
@@ -72,6 +93,13 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): Express {
       development: runtime.config.ENV_MODE === "development",
       metrics: runtime.metrics,
     },
+    idempotency: new IdempotentRequests({
+      store: runtime.checkpoints.idempotency,
+      ttlMs: runtime.config.IDEMPOTENCY_TTL * 1000,
+      requestTimeoutMs: runtime.config.REQUEST_TIMEOUT * 1000,
+      threadOf: answerThread(services.conversations),
+    }),
+    streamLogs: runtime.streamLogs,
   };
 
   const app = express();
@@ -81,6 +109,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): Express {
   // a 304: Express's res.send asks req.fresh, which holds for `If-None-Match: *` whatever the etag.
   Object.defineProperty(app.request, "fresh", { configurable: true, enumerable: true, get: () => false });
   app.use(requestContext(runtime));
+  if (runtime.config.CORS_ALLOW_ORIGINS.length > 0) app.use(cors(runtime.config.CORS_ALLOW_ORIGINS));
   app.use(bodyDeadline(runtime));
   app.use(mountOperations(operations, handlers, settings, "public"));
   app.use(refuseOtherMethods(docsRoutes()));

@@ -9,11 +9,11 @@ import { encodeJsonlEvent } from "./encoders/jsonl.ts";
 import { encodeSseEvent, SSE_DONE, SSE_KEEPALIVE } from "./encoders/sse.ts";
 import { toApiError } from "./error-answer.ts";
 import { runOf, scopeOf } from "./request-scope.ts";
-import { logRunFailure } from "./run-report.ts";
+import { endRun, logRunFailure } from "./run-report.ts";
 
-type Framing = { contentType: string; encode: (event: StreamEvent) => string; done?: string; keepalive?: string };
+export type Framing = { contentType: string; encode: (event: StreamEvent) => string; done?: string; keepalive?: string };
 
-const FRAMINGS: Readonly<Record<"sse" | "jsonl", Framing>> = {
+export const FRAMINGS: Readonly<Record<"sse" | "jsonl", Framing>> = {
   sse: { contentType: "text/event-stream; charset=utf-8", encode: encodeSseEvent, done: SSE_DONE, keepalive: SSE_KEEPALIVE },
   jsonl: { contentType: "application/jsonl; charset=utf-8", encode: encodeJsonlEvent },
 };
@@ -36,7 +36,7 @@ export interface StreamSettings {
  * more than `maxUnsent` bytes pile up is a slow consumer, and its connection is cut. The check comes
  * before each write, so one event larger than the cap still goes out whole.
  */
-class StreamOutput {
+export class StreamOutput {
   /** Set when this output cut its client. */
   slowConsumer = false;
 
@@ -80,7 +80,7 @@ function isDeadline(reason: unknown): boolean {
 }
 
 /** The events that end a failed stream (a message still held back, then the error), logged. */
-function failureEvents(thrown: unknown, logger: Logger, development: boolean): { events: StreamEvent[]; error: ApiError } {
+export function failureEvents(thrown: unknown, logger: Logger, development: boolean): { events: StreamEvent[]; error: ApiError } {
   const failure = thrown instanceof RunFailure ? thrown : undefined;
   const error = toApiError(failure ? failure.error : thrown);
   if (failure) logRunFailure(logger, failure, error);
@@ -125,6 +125,7 @@ export async function writeEventStream(res: Response, stream: RunStream, framing
   } catch (thrown) {
     const { events, error } = failureEvents(thrown, scopeOf(res).logger, settings.development);
     outcome = error.errorCode ?? "error";
+    scopeOf(res).errorCode = error.errorCode;
     for (const event of events) emit(event);
   } finally {
     clearInterval(keepalive);
@@ -134,7 +135,7 @@ export async function writeEventStream(res: Response, stream: RunStream, framing
       outcome = "slow_consumer";
       metrics.streamCuts.inc({ reason: "slow_consumer" });
     }
-    metrics.runs.inc({ agent, outcome });
+    endRun(metrics, scopeOf(res), stream.run, outcome);
     res.end();
     if (output.unsent > 0 && isDeadline(runOf(res).signal.reason)) {
       // The deadline ends the stream now, not when a client that stopped reading takes the rest:

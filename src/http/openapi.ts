@@ -2,8 +2,9 @@ import { z } from "zod";
 import { streamEventSchema } from "../contract/messages.ts";
 import { namedSchemas } from "../contract/named-schemas.ts";
 import { errorCatalogue, type ErrorKind } from "./api-error.ts";
+import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_PATTERN, REPLAYED_HEADER } from "./idempotency.ts";
 import { REQUEST_ID } from "./middleware/request-context.ts";
-import { isStream, type Operation } from "./operation.ts";
+import { documentedPath, isStream, pathParameters, type Operation } from "./operation.ts";
 import { inheritedErrors, operations } from "./operations.ts";
 import { errorBodySchema } from "./service-schemas.ts";
 
@@ -35,7 +36,27 @@ const HEADERS: Record<string, Json> = {
   "Retry-After": { description: "Seconds (or an HTTP date) after which a retry may succeed.", schema: { type: "string" } },
   "WWW-Authenticate": { description: "The authentication scheme the service expects: Bearer.", schema: { type: "string" } },
   Connection: { description: "close: the service closes the connection after this answer.", schema: { type: "string" } },
+  "X-Run-Id": {
+    description: "The id of the run this request started, sent before the first byte (name it to POST /cancel, or to resume a resumable stream).",
+    schema: { type: "string" },
+  },
   "Cache-Control": { description: "no-cache, no-transform: proxies must pass events through as they come.", schema: { type: "string" } },
+  [REPLAYED_HEADER]: {
+    description: "true: this is the stored answer of an earlier request with the same Idempotency-Key and body; nothing ran again.",
+    schema: { type: "string" },
+  },
+};
+
+/** The key that makes a retry safe (src/http/idempotency.ts). */
+const IDEMPOTENCY_KEY_PARAMETER = {
+  name: IDEMPOTENCY_KEY_HEADER,
+  in: "header",
+  required: false,
+  schema: { type: "string", pattern: IDEMPOTENCY_KEY_PATTERN.source },
+  description:
+    "A key of the caller's choosing (a UUID) for this request. A retry with the same key and body replays the first successful " +
+    "answer without running anything; while the first runs: 409 idempotency_in_progress; another body: 422 idempotency_key_reused. " +
+    "Kept IDEMPOTENCY_TTL seconds (default 24 h); a failed request gives its key up.",
 };
 
 /** The caller's own request id, echoed in X-Request-Id and logged (request-context middleware). */
@@ -92,12 +113,13 @@ function parametersOf(operation: Operation): Json[] {
 }
 
 function successResponses(operation: Operation): Json {
+  const runHeader = operation.runId ? ["X-Run-Id"] : [];
   if (isStream(operation)) {
     const media = operation.stream === "sse" ? "text/event-stream" : "application/jsonl";
     return {
       "200": {
         description: operation.streamDescription,
-        headers: headerRefs(["Cache-Control"]),
+        headers: headerRefs(["Cache-Control", ...runHeader]),
         content: { [media]: { schema: schemaRef(streamEventSchema) } },
       },
     };
@@ -105,7 +127,11 @@ function successResponses(operation: Operation): Json {
   return Object.fromEntries(
     Object.entries(operation.responses).map(([status, response]) => [
       status,
-      { description: response.description, headers: headerRefs([]), content: { "application/json": { schema: schemaRef(response.schema) } } },
+      {
+        description: response.description,
+        headers: headerRefs([...runHeader, ...(operation.idempotent ? [REPLAYED_HEADER] : [])]),
+        content: { "application/json": { schema: schemaRef(response.schema) } },
+      },
     ]),
   );
 }
@@ -118,13 +144,35 @@ const agentParameter = {
   description: "A registered agent; the same operation without this segment serves the default agent.",
 };
 
+/** The operation's own path parameters (`:run_id`), and the SSE replay's Last-Event-ID. */
+function ownParameters(operation: Operation): Json[] {
+  const parameters: Json[] = pathParameters(operation).map((name) => ({ name, in: "path", required: true, schema: { type: "string" } }));
+  if (isStream(operation) && operation.replay && operation.stream === "sse") {
+    parameters.push({
+      name: "Last-Event-ID",
+      in: "header",
+      required: false,
+      schema: { type: "string", pattern: "^\\d{1,9}$" },
+      description: "The id of the last event received; the replay starts after it (instead of `after`).",
+    });
+  }
+  return parameters;
+}
+
+
 /** The operation as OpenAPI describes it, with or without the agent segment. */
 function operationObject(id: string, operation: Operation, withAgent: boolean): Json {
   const object: Json = {
     operationId: withAgent || !operation.agentScoped ? id : `${id}DefaultAgent`,
     summary: operation.agentScoped && !withAgent ? `${operation.summary} (default agent)` : operation.summary,
     tags: [operation.tag],
-    parameters: [...(withAgent ? [agentParameter] : []), ...parametersOf(operation), componentRef("parameters", "RequestId")],
+    parameters: [
+      ...(withAgent ? [agentParameter] : []),
+      ...ownParameters(operation),
+      ...parametersOf(operation),
+      ...(operation.idempotent ? [componentRef("parameters", "IdempotencyKey")] : []),
+      componentRef("parameters", "RequestId"),
+    ],
     responses: {
       ...successResponses(operation),
       ...errorResponses([...inheritedErrors(operation), ...operation.errors]),
@@ -139,11 +187,8 @@ function operationObject(id: string, operation: Operation, withAgent: boolean): 
 
 /** Each operation's OpenAPI path: `/{agent_id}/x` and the default agent's `/x`, or just its own path. */
 function documentedPaths(operation: Operation): Array<{ path: string; withAgent: boolean }> {
-  if (!operation.agentScoped) return [{ path: operation.path, withAgent: false }];
-  return [
-    { path: `/{agent_id}${operation.path}`, withAgent: true },
-    { path: operation.path, withAgent: false },
-  ];
+  const both = operation.agentScoped ? [true, false] : [false];
+  return both.map((withAgent) => ({ path: documentedPath(operation, withAgent), withAgent }));
 }
 
 /** The named schemas as OpenAPI components (zod names each with `$id`, which OpenAPI 3.0 does not allow). */
@@ -184,7 +229,7 @@ export function buildOpenApiDocument(): Json {
     components: {
       schemas: componentSchemas(),
       headers: HEADERS,
-      parameters: { RequestId: REQUEST_ID_PARAMETER },
+      parameters: { RequestId: REQUEST_ID_PARAMETER, IdempotencyKey: IDEMPOTENCY_KEY_PARAMETER },
       securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
     },
     security: [{ bearer: [] }],

@@ -2,8 +2,10 @@ import type { z } from "zod";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { RunStream } from "../conversations/turns.ts";
+import type { RunReplay } from "../runs/stream-log/event-log.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { ErrorKind } from "./api-error.ts";
+import type { RequestScope } from "./request-scope.ts";
 
 /** What one operation of the API is: declared once, mounted and documented from the same entry. */
 
@@ -32,8 +34,12 @@ interface OperationBase {
     /** Each of the body's fields may come as a query parameter instead. */
     readonly orQuery?: boolean;
   };
+  /** Accepts an `Idempotency-Key` header (idempotency.ts): a retry replays the first answer. */
+  readonly idempotent?: boolean;
   /** The failures the operation reports, beyond those every authenticated operation may. */
   readonly errors: readonly ErrorKind[];
+  /** Starts a run: every answer carries its id in `X-Run-Id`, set before the first byte. */
+  readonly runId?: true;
 }
 
 export interface JsonOperation extends OperationBase {
@@ -45,6 +51,8 @@ export interface StreamOperation extends OperationBase {
   /** Server-Sent Events or JSON Lines, one StreamEvent each. */
   readonly stream: "sse" | "jsonl";
   readonly streamDescription: string;
+  /** Reads a resumable run's recorded events (runs/stream-log) instead of starting a run. */
+  readonly replay?: true;
 }
 
 export type Operation = JsonOperation | StreamOperation;
@@ -64,6 +72,14 @@ export interface OperationInput<O extends Operation> {
   /** The run's one controller: aborted at the deadline, on the client's disconnect, or when the conversation lock is lost. */
   readonly run: AbortController;
   readonly logger: Logger;
+  /** Path parameters other than the agent (e.g. `run_id`). */
+  readonly params: Readonly<Record<string, string>>;
+  /** Headers of the request, lower-case names (e.g. `last-event-id`). */
+  readonly header: (name: string) => string | undefined;
+  /** Name the run this request starts: `X-Run-Id` before the first byte of the answer, and the request's log line. */
+  readonly announceRun: (runId: string) => void;
+  /** The request's shared state (the run it started, for its log line and trace). */
+  readonly scope: RequestScope;
 }
 
 /** One of the answers an operation declares: the status, and a body of that status's shape. */
@@ -72,7 +88,9 @@ export type AnswerOf<R> = {
 }[keyof R & number];
 
 export type HandlerOf<O extends Operation> = O extends StreamOperation
-  ? (input: OperationInput<O>) => Promise<RunStream>
+  ? O extends { replay: true }
+    ? (input: OperationInput<O>) => Promise<RunReplay>
+    : (input: OperationInput<O>) => Promise<RunStream>
   : O extends JsonOperation
     ? (input: OperationInput<O>) => Promise<AnswerOf<O["responses"]>> | AnswerOf<O["responses"]>
     : never;
@@ -80,7 +98,21 @@ export type HandlerOf<O extends Operation> = O extends StreamOperation
 /** A handler for every operation of `table`, each typed by its own entry. */
 export type HandlersOf<T extends Record<string, Operation>> = { readonly [K in keyof T]: HandlerOf<T[K]> };
 
+/**
+ * An operation's path as the OpenAPI document (and the route label) writes it: `/{agent_id}/invoke`
+ * for a named agent, `/invoke` for the default one, `:run_id` as `{run_id}`.
+ */
+export function documentedPath(operation: Operation, withAgent: boolean): string {
+  const path = operation.path.replace(/:([A-Za-z_]+)/g, "{$1}");
+  return operation.agentScoped && withAgent ? `/{agent_id}${path}` : path;
+}
+
 /** The Express path of an operation: `{/:agentId}` makes the agent segment optional. */
 export function expressPath(operation: Operation): string {
   return operation.agentScoped ? `{/:agentId}${operation.path}` : operation.path;
+}
+
+/** Names of an operation's own path parameters (`/runs/:run_id/stream` → run_id). */
+export function pathParameters(operation: Operation): string[] {
+  return [...operation.path.matchAll(/:([A-Za-z_]+)/g)].map((match) => match[1]!);
 }

@@ -9,7 +9,9 @@ import {
   resumeStreamRequestSchema,
   streamRequestSchema,
 } from "../contract/requests.ts";
+import { cancelRequestSchema, cancelResponseSchema, runStreamQuerySchema } from "../contract/run-control.ts";
 import { addMessagesResponseSchema, clearHistoryResponseSchema, feedbackResponseSchema, historyPageSchema } from "../contract/responses.ts";
+import { threadListSchema, threadsQuerySchema } from "../contract/threads.ts";
 import type { ErrorKind } from "./api-error.ts";
 import type { Operation } from "./operation.ts";
 import { infoResponseSchema, livenessSchema, readinessSchema } from "./service-schemas.ts";
@@ -51,6 +53,9 @@ const RUN_ERRORS = [
 ] as const satisfies readonly ErrorKind[];
 
 const RESUME_ERRORS = ["no_pending_interrupt", "interrupt_not_pending"] as const satisfies readonly ErrorKind[];
+
+/** A resumable run's events that cannot be read: unknown, expired, or another user's. */
+const RUN_EVENTS_ERRORS = [...ADDRESS_ERRORS, "run_events_not_found", "run_events_unavailable"] as const satisfies readonly ErrorKind[];
 
 const SSE_FRAMES = "`data: <StreamEvent JSON>` frames; `data: [DONE]` after a clean end. Error events can follow a 200.";
 const JSONL_LINES = "One StreamEvent JSON object per line; no completion marker.";
@@ -94,6 +99,7 @@ export const operations = {
   },
   resume: {
     method: "post",
+    runId: true,
     path: "/resume",
     agentScoped: true,
     summary: "Resume a paused run (an approval, an answer) and return its final message",
@@ -104,6 +110,7 @@ export const operations = {
   },
   resumeStream: {
     method: "post",
+    runId: true,
     path: "/resume/stream",
     agentScoped: true,
     summary: "Resume a paused run, streaming Server-Sent Events",
@@ -115,6 +122,7 @@ export const operations = {
   },
   resumeStreamJsonl: {
     method: "post",
+    runId: true,
     path: "/resume/stream/jsonl",
     agentScoped: true,
     summary: "Resume a paused run, streaming JSON Lines",
@@ -126,16 +134,19 @@ export const operations = {
   },
   invoke: {
     method: "post",
+    runId: true,
     path: "/invoke",
     agentScoped: true,
     summary: "Run the agent and return its final message",
     tag: "runs",
     body: { schema: invokeRequestSchema, required: true },
+    idempotent: true,
     errors: RUN_ERRORS,
     responses: { 200: { description: "The final ChatMessage", schema: chatMessageSchema } },
   },
   stream: {
     method: "post",
+    runId: true,
     path: "/stream",
     agentScoped: true,
     summary: "Run the agent, streaming Server-Sent Events",
@@ -147,6 +158,7 @@ export const operations = {
   },
   streamJsonl: {
     method: "post",
+    runId: true,
     path: "/stream/jsonl",
     agentScoped: true,
     summary: "Run the agent, streaming JSON Lines",
@@ -155,6 +167,49 @@ export const operations = {
     errors: RUN_START_ERRORS,
     stream: "jsonl",
     streamDescription: JSONL_LINES,
+  },
+  cancel: {
+    method: "post",
+    path: "/cancel",
+    agentScoped: true,
+    summary: "Stop the run that holds a conversation, on whichever worker or host it runs",
+    tag: "runs",
+    body: { schema: cancelRequestSchema, required: true },
+    errors: [...ADDRESS_ERRORS, "lock_unavailable"],
+    responses: {
+      200: {
+        description:
+          "cancelled: true with the run's id when a run held the conversation (its invoke answers 409 run_cancelled, its stream ends with an " +
+          "error event of that code); cancelled: false when nothing was running",
+        schema: cancelResponseSchema,
+      },
+    },
+  },
+  runStream: {
+    method: "get",
+    path: "/runs/:run_id/stream",
+    agentScoped: true,
+    summary: "Replay a resumable run's events after a dropped stream, then follow it live (Server-Sent Events)",
+    tag: "runs",
+    query: runStreamQuerySchema,
+    errors: RUN_EVENTS_ERRORS,
+    stream: "sse",
+    replay: true,
+    streamDescription:
+      "`id: <seq>` and `data: <StreamEvent JSON>` frames after the `Last-Event-ID` header (or `after`), then live to the end; " +
+      "`data: [DONE]` after a clean end.",
+  },
+  runStreamJsonl: {
+    method: "get",
+    path: "/runs/:run_id/stream/jsonl",
+    agentScoped: true,
+    summary: "Replay a resumable run's events after a dropped stream, then follow it live (JSON Lines)",
+    tag: "runs",
+    query: runStreamQuerySchema,
+    errors: RUN_EVENTS_ERRORS,
+    stream: "jsonl",
+    replay: true,
+    streamDescription: "One StreamEvent JSON object per line with its `seq`, after `after`, then live to the end; no completion marker.",
   },
   readHistory: {
     method: "get",
@@ -168,6 +223,18 @@ export const operations = {
       200: { description: "Messages in order, run_id null, no feedback proofs; follow next_offset until null", schema: historyPageSchema },
     },
   },
+  listThreads: {
+    method: "get",
+    path: "/threads",
+    agentScoped: true,
+    summary: "The caller's conversations with the agent, most recently updated first",
+    tag: "history",
+    query: threadsQuerySchema,
+    errors: [...ADDRESS_ERRORS, ...STORAGE_ERRORS],
+    responses: {
+      200: { description: "One page of conversations; follow next_offset until null. A cleared conversation is not listed.", schema: threadListSchema },
+    },
+  },
   addMessages: {
     method: "post",
     path: "/history/add_messages",
@@ -175,6 +242,7 @@ export const operations = {
     summary: "Append messages to a conversation without running the agent",
     tag: "history",
     body: { schema: addMessagesRequestSchema, required: true },
+    idempotent: true,
     errors: [...ADDRESS_ERRORS, ...LOCK_ERRORS, ...STORAGE_ERRORS, "conversation_too_long"],
     responses: { 201: { description: "Appended as a new checkpoint", schema: addMessagesResponseSchema } },
   },
@@ -195,6 +263,7 @@ export const operations = {
     summary: "Record feedback on a run; it goes to the observability backend",
     tag: "feedback",
     body: { schema: feedbackRequestSchema, required: true },
+    idempotent: true,
     errors: [...ADDRESS_ERRORS, "feedback_proof_required", "feedback_proof_invalid", "feedback_signing_unavailable", "feedback_unavailable"],
     responses: { 201: { description: "Delivered, queued, or skipped (no backend)", schema: feedbackResponseSchema } },
   },
@@ -209,5 +278,6 @@ export function inheritedErrors(operation: Operation): ErrorKind[] {
     ...(operation.agentScoped ? (["unknown_agent"] as const) : []),
     ...(operation.body || operation.query ? (["validation_failed"] as const) : []),
     ...(operation.body ? (["payload_too_large"] as const) : []),
+    ...(operation.idempotent ? (["idempotency_in_progress", "idempotency_key_reused"] as const) : []),
   ];
 }

@@ -1,6 +1,7 @@
 import type { Request, Response } from "express";
 import type { Principal } from "../auth/principal.ts";
 import type { Logger } from "../observability/logger.ts";
+import type { RunTrace } from "../observability/tracing.ts";
 
 /**
  * Per-request state shared by the middleware and the route: who is calling, the request's logger,
@@ -12,8 +13,21 @@ export interface RequestScope {
   principal?: Principal;
   /** The run's one controller: admission aborts it at the deadline or a disconnect, the conversation service when its lock is lost. */
   run?: AbortController;
+  /**
+   * Set by a resumable stream: its run goes on when the client leaves, until this settles; admission
+   * keeps the slot and the deadline until then instead of stopping the run.
+   */
+  outlives?: Promise<void>;
   /** Agent name, once the route resolved it (for logs). */
   agent?: string;
+  /** The operation's path in OpenAPI form (`/{agent_id}/invoke`), once a route of the table matched. */
+  route?: string;
+  /** The run the request started, once prepared (for the request's log line). */
+  runId?: string;
+  /** The run's span, with tracing on. */
+  runTrace?: RunTrace;
+  /** The error_code the request was answered with (an error answer, or a stream's error event). */
+  errorCode?: string;
 }
 
 export function scopeOf(res: Response): RequestScope {
@@ -32,8 +46,13 @@ export function runOf(res: Response): AbortController {
   return run;
 }
 
-/** The route template that matched (e.g. `{/:agentId}/invoke`), never the raw path with ids. */
-export function routeTemplate(req: Request): string {
+/**
+ * The route that matched, never the raw path with ids: the route table's operation in OpenAPI form
+ * (`/{agent_id}/invoke`), else the fixed path of another route (`/openapi.json`), else
+ * "unmatched" (unknown paths, and requests refused before routing), so the label stays bounded.
+ */
+export function routeTemplate(req: Request, scope: RequestScope): string {
+  if (scope.route) return scope.route;
   const path = (req.route as { path?: unknown } | undefined)?.path;
   return typeof path === "string" ? path : "unmatched";
 }

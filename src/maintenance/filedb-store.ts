@@ -2,10 +2,13 @@ import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
 import { MaintenanceRefusal } from "./refusal.ts";
 import type { CheckpointStore, CheckpointTime, TableLayout } from "./store.ts";
+import { IDEMPOTENCY_TABLE } from "../checkpoints/idempotency-store.ts";
 import { LEGACY_INDEX_TABLES, MESSAGE_TABLE } from "../checkpoints/message-rows.ts";
+import { THREAD_TABLE } from "../checkpoints/thread-index.ts";
+import { createSqliteThreadTable } from "../checkpoints/thread-index-sql.ts";
 
 /** The SqliteSaver's tables (@langchain/langgraph-checkpoint-sqlite): `writes` is missing in older files. */
-export const FILEDB_LAYOUT: TableLayout = { checkpoints: "checkpoints", required: ["checkpoints"], optional: ["writes", MESSAGE_TABLE, ...LEGACY_INDEX_TABLES] };
+export const FILEDB_LAYOUT: TableLayout = { checkpoints: "checkpoints", required: ["checkpoints"], optional: ["writes", MESSAGE_TABLE, ...LEGACY_INDEX_TABLES, THREAD_TABLE, IDEMPOTENCY_TABLE] };
 
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
@@ -81,6 +84,26 @@ export function openFiledbStore(path: string, options: { readonly: boolean; busy
       return rows.map(
         (r): CheckpointTime => ({ threadId: r.thread_id, checkpointNs: r.checkpoint_ns, checkpointId: r.checkpoint_id, ts: r.ts }),
       );
+    },
+
+    async checkpointTimesOf(threadId) {
+      return db
+        .prepare(
+          `SELECT CASE WHEN type = 'json' AND json_valid(CAST(checkpoint AS TEXT))
+                       THEN json_extract(CAST(checkpoint AS TEXT), '$.ts') END
+             FROM ${quote(FILEDB_LAYOUT.checkpoints)} WHERE thread_id = ?`,
+        )
+        .pluck()
+        .all(threadId);
+    },
+
+    async listThread(threadId, owner, createdAt, updatedAt) {
+      createSqliteThreadTable(db);
+      db.prepare(
+        `INSERT INTO ${THREAD_TABLE} (thread_id, user_id, agent_id, public_thread_id, title, message_count, created_at, updated_at)
+         VALUES (?, ?, ?, ?, NULL, NULL, ?, ?)
+         ON CONFLICT (thread_id) DO UPDATE SET user_id = excluded.user_id, agent_id = excluded.agent_id, public_thread_id = excluded.public_thread_id`,
+      ).run(threadId, owner.userId, owner.agentId, owner.threadId, createdAt, updatedAt);
     },
 
     async renameThread(table, from, to) {

@@ -2,7 +2,21 @@ import { manifestConflicts, type Mapping } from "./manifest.ts";
 import { MaintenanceRefusal } from "./refusal.ts";
 import { sumRows, type MigrationReport, type RowCounts } from "./report.ts";
 import type { CheckpointStore } from "./store.ts";
+import { parseInstant } from "./timestamp.ts";
 import { inMaintenanceTransaction } from "./transaction.ts";
+
+/**
+ * The first and last checkpoint times of a migrated conversation, in milliseconds, for its entry in
+ * the conversation list; now for both when none of its timestamps parses.
+ */
+function timeSpan(stamps: readonly unknown[]): [number, number] {
+  const times = stamps
+    .map((ts) => (typeof ts === "string" ? parseInstant(ts) : undefined))
+    .filter((at): at is bigint => at !== undefined)
+    .map((at) => Number(at / 1_000_000n));
+  if (!times.length) return [Date.now(), Date.now()];
+  return [Math.min(...times), Math.max(...times)];
+}
 
 /**
  * Move legacy threads to their owners' storage keys. Ownership comes only from the manifest.
@@ -52,6 +66,8 @@ export async function migrate(store: CheckpointStore, mappings: readonly Mapping
             throw new Error(`${table} rows of ${JSON.stringify(m.oldThreadId)} changed during the run (${expected} planned, ${changed} moved)`);
           }
         }
+        const [createdAt, updatedAt] = timeSpan(await store.checkpointTimesOf(m.newThreadId));
+        await store.listThread(m.newThreadId, { userId: m.userId, agentId: m.agentId, threadId: m.threadId }, createdAt, updatedAt);
       }
     }
     return {

@@ -1,7 +1,10 @@
 import pg from "pg";
 import { MaintenanceRefusal } from "./refusal.ts";
 import type { CheckpointStore, CheckpointTime, TableLayout } from "./store.ts";
+import { IDEMPOTENCY_TABLE } from "../checkpoints/idempotency-store.ts";
 import { LEGACY_INDEX_TABLES, MESSAGE_TABLE } from "../checkpoints/message-rows.ts";
+import { THREAD_TABLE } from "../checkpoints/thread-index.ts";
+import { createPostgresThreadTable } from "../checkpoints/thread-index-sql.ts";
 
 /**
  * The PostgresSaver's tables (@langchain/langgraph-checkpoint-postgres). Its `checkpoint_migrations`
@@ -10,7 +13,7 @@ import { LEGACY_INDEX_TABLES, MESSAGE_TABLE } from "../checkpoints/message-rows.
 export const SERVERDB_LAYOUT: TableLayout = {
   checkpoints: "checkpoints",
   required: ["checkpoints", "checkpoint_blobs"],
-  optional: ["checkpoint_writes", MESSAGE_TABLE, ...LEGACY_INDEX_TABLES],
+  optional: ["checkpoint_writes", MESSAGE_TABLE, ...LEGACY_INDEX_TABLES, THREAD_TABLE, IDEMPOTENCY_TABLE],
 };
 
 const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
@@ -95,6 +98,21 @@ export async function openServerdbStore(
       );
       return found.map(
         (r): CheckpointTime => ({ threadId: r.thread_id, checkpointNs: r.checkpoint_ns, checkpointId: r.checkpoint_id, ts: r.ts }),
+      );
+    },
+
+    async checkpointTimesOf(threadId) {
+      const found = await rows<{ ts: unknown }>(`SELECT checkpoint -> 'ts' AS ts FROM ${table(SERVERDB_LAYOUT.checkpoints)} WHERE thread_id = $1`, [threadId]);
+      return found.map((r) => r.ts);
+    },
+
+    async listThread(threadId, owner, createdAt, updatedAt) {
+      await createPostgresThreadTable(client, schema);
+      await client.query(
+        `INSERT INTO ${table(THREAD_TABLE)} (thread_id, user_id, agent_id, public_thread_id, title, message_count, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, NULL, NULL, $5, $6)
+         ON CONFLICT (thread_id) DO UPDATE SET user_id = excluded.user_id, agent_id = excluded.agent_id, public_thread_id = excluded.public_thread_id`,
+        [threadId, owner.userId, owner.agentId, owner.threadId, createdAt, updatedAt],
       );
     },
 

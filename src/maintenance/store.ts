@@ -1,3 +1,5 @@
+import type { ThreadOwner } from "../checkpoints/thread-index.ts";
+
 /**
  * What migration and retention need from a checkpoint database, so the rules are written once and
  * each backend (filedb-store.ts, serverdb-store.ts) only holds its SQL.
@@ -41,6 +43,15 @@ export interface CheckpointStore {
   canonicalCheckpointTimes(): Promise<CheckpointTime[]>;
   /** Rewrite the thread id of every row of `from` in `table`; returns the rows changed. */
   renameThread(table: string, from: string, to: string): Promise<number>;
+  /** The `ts` of every checkpoint of one thread, as stored (see CheckpointTime). */
+  checkpointTimesOf(threadId: string): Promise<unknown[]>;
+  /**
+   * Put a migrated conversation in the service's conversation list (creating its table if this
+   * database predates it), with its owner and times; its count and title are filled in by the
+   * service when it is first listed. A row the conversation already had (it moved from another
+   * owner's key) keeps its summary and times and gets its new owner.
+   */
+  listThread(threadId: string, owner: ThreadOwner, createdAt: number, updatedAt: number): Promise<void>;
   /** Delete every row of the given threads in `table`; returns the rows deleted. */
   deleteThreads(table: string, threadIds: readonly string[]): Promise<number>;
   close(): Promise<void>;

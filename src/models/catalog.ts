@@ -1,3 +1,4 @@
+import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { ConfigError } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
@@ -59,7 +60,16 @@ function invalid(detail: string): ServiceError {
  * MODEL_CONFIGS and default model name, and those a request may pick by name (a provider is
  * selectable when its key or base URL is set).
  */
-export async function createModelCatalog(config: Config, pool: Pick<ProviderHttpPool, "fetch" | "fetchWithTimeout">): Promise<ModelCatalog> {
+export async function createModelCatalog(
+  config: Config,
+  pool: Pick<ProviderHttpPool, "fetch" | "fetchWithTimeout">,
+  callbacks: readonly BaseCallbackHandler[] = [],
+): Promise<ModelCatalog> {
+  /** Every model the catalog builds carries `callbacks` (the model-call metrics): only model calls pay for them, not every step of a graph. */
+  const observed = <M extends BaseChatModel>(model: M): M => {
+    if (callbacks.length > 0) model.callbacks = [...callbacks];
+    return model;
+  };
   const defaults: ProviderDefaults = {
     fetch: pool.fetch,
     fetchWithTimeout: (seconds) => pool.fetchWithTimeout(seconds),
@@ -74,18 +84,19 @@ export async function createModelCatalog(config: Config, pool: Pick<ProviderHttp
     else configuredSpecs.set(name, spec);
   }
   const environment = specFromDefaults(config);
-  const createProviderModel = await loadProviderModels([
+  const createUnobserved = await loadProviderModels([
     ...[...configuredSpecs.values()].map((spec) => spec.provider),
     ...(environment && typeof environment !== "string" ? [environment.provider] : []),
     ...PROVIDERS.filter((provider) => providerConfigured(config, provider)),
   ]);
+  const createProviderModel: typeof createUnobserved = (spec, options) => observed(createUnobserved(spec, options));
   const configured = new Map<string, BaseChatModel>();
   for (const [name, spec] of configuredSpecs) configured.set(name, createProviderModel(spec, defaults));
 
   let defaultModel: BaseChatModel | undefined;
   let defaultProvider: Provider | undefined;
   if (config.USE_FAKE_MODEL) {
-    defaultModel = new FakeChatModel();
+    defaultModel = observed(new FakeChatModel());
     defaultProvider = "fake";
   } else if (configured.has(DEFAULT_MODEL_CONFIG_KEY)) {
     defaultModel = configured.get(DEFAULT_MODEL_CONFIG_KEY);
@@ -102,7 +113,7 @@ export async function createModelCatalog(config: Config, pool: Pick<ProviderHttp
 
   // Deep agent: chosen once per worker, never by a request.
   let deepAgent: BaseChatModel;
-  if (config.USE_FAKE_MODEL) deepAgent = new FakeChatModel();
+  if (config.USE_FAKE_MODEL) deepAgent = observed(new FakeChatModel());
   else if (configured.has(DEEP_AGENT_MODEL_CONFIG_KEY)) deepAgent = configured.get(DEEP_AGENT_MODEL_CONFIG_KEY)!;
   else if (environment && typeof environment !== "string") deepAgent = createProviderModel(environment, defaults);
   else deepAgent = defaultModel;

@@ -70,6 +70,11 @@ export class FakeChatModel extends BaseChatModel {
     return "agenthost-fake";
   }
 
+  /** How LangChain (and agenthost's model metrics) name this model's provider and model. */
+  override getLsParams(options: this["ParsedCallOptions"]) {
+    return { ...super.getLsParams(options), ls_provider: "fake", ls_model_name: "fake" };
+  }
+
   /** Names of the tools last bound (what an agent offered the model), for tests and demos. */
   boundToolNames: readonly string[] = [];
 

@@ -7,7 +7,7 @@ export type ProviderFetch = typeof globalThis.fetch;
 /**
  * The worker's one HTTP client for model providers: an undici Agent (a pool per origin) built from
  * LLM_HTTP_*, and a fetch bound to it that the OpenAI and Anthropic clients receive through their
- * `fetch` option. Closed with the runtime; after LLM_HTTP_SHUTDOWN_TIMEOUT, open connections are
+ * `fetch` option; with tracing on, each request carries the W3C `traceparent` of the model call. Closed with the runtime; after LLM_HTTP_SHUTDOWN_TIMEOUT, open connections are
  * destroyed instead of drained.
  */
 export interface ProviderHttpPool {
@@ -54,7 +54,22 @@ export function poolSettings(config: PoolConfig): PoolSettings {
   };
 }
 
-export function createProviderHttpPool(config: PoolConfig): ProviderHttpPool {
+/** Where the W3C trace context of a provider call comes from (Tracing.outgoing); absent when tracing is off. */
+export interface TraceContextSource {
+  outgoing(): { traceparent: string; tracestate?: string } | undefined;
+}
+
+/** `init` with the current trace context's headers added, or as it was when there is none. */
+function withTraceContext(init: RequestInit | undefined, source: TraceContextSource): RequestInit | undefined {
+  const outgoing = source.outgoing();
+  if (!outgoing) return init;
+  const headers = new Headers(init?.headers);
+  headers.set("traceparent", outgoing.traceparent);
+  if (outgoing.tracestate) headers.set("tracestate", outgoing.tracestate);
+  return { ...init, headers };
+}
+
+export function createProviderHttpPool(config: PoolConfig, traces?: TraceContextSource): ProviderHttpPool {
   const settings = poolSettings(config);
   const agent = new Agent({
     connections: settings.connectionsPerOrigin,
@@ -68,7 +83,7 @@ export function createProviderHttpPool(config: PoolConfig): ProviderHttpPool {
   });
   const bind = (dispatcher: Dispatcher): ProviderFetch =>
     ((input: Parameters<ProviderFetch>[0], init?: RequestInit) =>
-      undiciFetch(input as never, { ...(init as object), dispatcher } as never)) as unknown as ProviderFetch;
+      undiciFetch(input as never, { ...((traces ? withTraceContext(init, traces) : init) as object), dispatcher } as never)) as unknown as ProviderFetch;
   const fetch = bind(agent);
   const fetchWithTimeout = (timeoutSeconds: number): ProviderFetch => {
     const timeout = ms(timeoutSeconds);

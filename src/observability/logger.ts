@@ -54,7 +54,12 @@ export function failureForLog(error: unknown): { err_type: string; err_code?: st
   return out;
 }
 
-/** JSON lines on stdout (or a given destination, for tests). */
+/**
+ * JSON lines on stdout (or a given destination, for tests). Stdout is written asynchronously: a
+ * request's log line does not wait for a write to the pipe or terminal, and lines logged while a
+ * write is in flight leave together. pino flushes what is pending when the process exits, however
+ * it exits (also after a fatal error).
+ */
 export function createLogger(config: Pick<Config, "LOG_LEVEL">, destination?: NodeJS.WritableStream): Logger {
   const options = {
     level: config.LOG_LEVEL,
@@ -62,7 +67,7 @@ export function createLogger(config: Pick<Config, "LOG_LEVEL">, destination?: No
     redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
     serializers: { err: errorForLog },
   };
-  return destination ? pino(options, destination) : pino(options);
+  return pino(options, destination ?? pino.destination({ dest: 1, sync: false }));
 }
 
 /**

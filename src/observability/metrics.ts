@@ -24,6 +24,7 @@ import type { LockDecorator } from "../admission/locks/lock-decorator.ts";
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const LOCK_WAIT_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const CHECKPOINT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+const MODEL_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300];
 
 export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
 
@@ -101,6 +102,35 @@ export class ServiceMetrics {
     labelNames: ["agent", "outcome"] as const,
     registers: [this.registry],
   });
+  readonly runDuration = new Histogram({
+    name: "agenthost_run_duration_seconds",
+    help: "Agent runs from their preparation (before the conversation lock) to their end, by agent and outcome (as agenthost_runs_total).",
+    labelNames: ["agent", "outcome"] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly modelCallDuration = new Histogram({
+    name: "agenthost_model_call_duration_seconds",
+    help: "Chat model calls from request to last token, by agent, provider, model and outcome (ok or error).",
+    labelNames: ["agent", "provider", "model", "outcome"] as const,
+    buckets: MODEL_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly modelTimeToFirstToken = new Histogram({
+    name: "agenthost_model_time_to_first_token_seconds",
+    help: "Streamed chat model calls from request to their first token, by agent, provider and model.",
+    labelNames: ["agent", "provider", "model"] as const,
+    buckets: MODEL_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly buildInfo = new Gauge({
+    name: "agenthost_build_info",
+    help: "Always 1; the labels say which build serves: version, Node.js version, checkpoint backend.",
+    labelNames: ["version", "node_version", "backend"] as const,
+    // One per worker, all alike: the cluster shows one series, not their sum.
+    aggregator: "max",
+    registers: [this.registry],
+  });
   readonly tokens = new Counter({
     name: "agenthost_tokens_total",
     help: "Model tokens reported in usage_metadata of the messages returned, by agent and direction (in, out).",
@@ -134,6 +164,17 @@ export class ServiceMetrics {
     if (this.processMetricsOn) return;
     this.processMetricsOn = true;
     collectDefaultMetrics({ register: this.processRegistry });
+  }
+
+  /** One run ended: counted by outcome, timed from `preparedAt` (performance.now()). */
+  countRun(agent: string, outcome: string, preparedAt: number): void {
+    this.runs.inc({ agent, outcome });
+    this.runDuration.observe({ agent, outcome }, (performance.now() - preparedAt) / 1000);
+  }
+
+  /** Name the build serving (agenthost_build_info), once the checkpoint backend is known. */
+  recordBuild(version: string, backend: string): void {
+    this.buildInfo.set({ version, node_version: process.versions.node, backend }, 1);
   }
 
   /** Count the tokens of one returned message (`usage_metadata` null means unknown, not zero). */

@@ -3,6 +3,7 @@ import type { BaseMessage } from "@langchain/core/messages";
 import type { Command, LangGraphRunnableConfig } from "@langchain/langgraph";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import { signFeedbackProof } from "../auth/feedback-proof.ts";
+import { ownerConfigurable } from "../checkpoints/conversation-owner-key.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Config } from "../config/schema.ts";
 import { ServiceError } from "../errors/service-error.ts";
@@ -24,6 +25,8 @@ export interface RunConversation {
 /** Everything a run needs, derived once from the request before the lock is taken. */
 export interface PreparedRun extends RunConversation {
   readonly runId: string;
+  /** performance.now() when the run was prepared, before its conversation lock (the run duration metric starts here). */
+  readonly preparedAt: number;
   /** Set on the final answer for principals that need a proof to send feedback. */
   readonly feedbackToken: string | undefined;
   /** New messages for a run; a Command for a resume. */
@@ -56,6 +59,7 @@ export function runEnvelope(
     threadId,
     storageKey: key,
     runId,
+    preparedAt: performance.now(),
     feedbackToken,
     checkInterrupts: config.CHECK_INTERRUPTS,
     callerRecursionLimit: request.recursion_limit !== undefined,
@@ -64,7 +68,7 @@ export function runEnvelope(
       runName: agent.name,
       recursionLimit: request.recursion_limit ?? config.DEFAULT_RECURSION_LIMIT,
       durability: config.CHECKPOINT_DURABILITY,
-      configurable: { ...configurable, thread_id: key, user_id: userId },
+      configurable: { ...configurable, thread_id: key, ...ownerConfigurable(userId, agent.name, threadId) },
       // Tracing reads the run's identity from here: user and the public thread id (never the storage key).
       metadata: { agent_id: agent.name, run_id: runId, user_id: userId, thread_id: threadId },
     },

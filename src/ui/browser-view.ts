@@ -8,6 +8,8 @@ export interface BrowserMessage {
   tool_calls: ToolCall[];
   tool_call_id?: string;
   name?: string;
+  /** A paused run's pending interrupts (an approval, a question), as the service lists them. */
+  interrupts?: unknown[];
 }
 
 export function toBrowserMessage(message: ChatMessage): BrowserMessage {
@@ -19,6 +21,8 @@ export function toBrowserMessage(message: ChatMessage): BrowserMessage {
   };
   if (typeof message.tool_call_id === "string") view.tool_call_id = message.tool_call_id;
   if (typeof message.name === "string") view.name = message.name;
+  const interrupts = message.custom_data?.interrupts;
+  if (Array.isArray(interrupts) && interrupts.length > 0) view.interrupts = interrupts;
   return view;
 }
 

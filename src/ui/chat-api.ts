@@ -1,17 +1,37 @@
 import { randomUUID } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { z } from "zod";
-import type { AgentClient } from "../client/index.ts";
+import { type AgentClient, type ChatMessage, type ContentBlock } from "../client/index.ts";
 import { toBrowserError, toBrowserMessage, type BrowserMessage } from "./browser-view.ts";
+import type { AnswerRelays } from "./answer-relay.ts";
 import type { FeedbackTokens } from "./feedback-tokens.ts";
 
 const name = z.string().min(1).max(200);
 
-export const chatRequest = z.strictObject({
-  agent: name,
-  thread_id: name.optional(),
-  message: z.string().trim().min(1).max(100_000),
+const attachment = z.strictObject({
+  type: z.enum(["image", "file"]),
+  base64: z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, { error: "must be base64" }),
+  mime_type: z.string().min(1).max(200),
+  filename: z.string().min(1).max(300).optional(),
 });
+
+export const chatRequest = z
+  .strictObject({
+    agent: name,
+    thread_id: name.optional(),
+    message: z.string().trim().max(100_000),
+    attachments: z.array(attachment).max(1000).optional(),
+  })
+  .refine((body) => body.message !== "" || (body.attachments?.length ?? 0) > 0, {
+    error: "send a message or an attachment",
+    path: ["message"],
+  });
+
+/** The bytes a base64 text decodes to. */
+export function decodedBytes(base64: string): number {
+  const padding = base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0;
+  return Math.floor((base64.length * 3) / 4) - padding;
+}
 
 export const feedbackRequest = z.strictObject({
   agent: name,
@@ -19,6 +39,15 @@ export const feedbackRequest = z.strictObject({
   /** 1 for thumbs up, 0 for thumbs down. */
   score: z.union([z.literal(0), z.literal(1)]),
 });
+
+export const cancelRequest = z.strictObject({ agent: name, thread_id: name });
+
+export const clearRequest = z.strictObject({ agent: name, thread_id: name });
+
+/** How many messages one history page of the page holds, and how many conversations one list page. */
+export const HISTORY_PAGE = 50;
+export const THREAD_PAGE = 30;
+const ANSWER_RUNS_KEPT = 5000;
 
 /** The feedback key the page records thumbs under. */
 export const FEEDBACK_KEY = "human-feedback-thumbs";
@@ -32,7 +61,35 @@ export class ChatApi {
     private readonly client: AgentClient,
     private readonly userId: string | undefined,
     private readonly tokens: FeedbackTokens,
+    private readonly relays: AnswerRelays,
   ) {}
+
+  /**
+   * Run ids of the answers this page received, by conversation and text: stored messages carry no
+   * run id, so a restored answer gets its feedback buttons from here (while this process remembers).
+   */
+  private readonly answerRuns = new Map<string, string>();
+
+  private answerKey(agent: string, threadId: string, content: unknown): string {
+    return JSON.stringify([agent, threadId, content]);
+  }
+
+  private rememberAnswer(agent: string, threadId: string, message: ChatMessage): void {
+    if (message.type !== "ai" || typeof message.run_id !== "string") return;
+    const key = this.answerKey(agent, threadId, message.content);
+    this.answerRuns.delete(key);
+    this.answerRuns.set(key, message.run_id);
+    for (const oldest of this.answerRuns.keys()) {
+      if (this.answerRuns.size <= ANSWER_RUNS_KEPT) break;
+      this.answerRuns.delete(oldest);
+    }
+  }
+
+  private restored(agent: string, threadId: string, message: ChatMessage): BrowserMessage {
+    const view = toBrowserMessage(message);
+    if (view.type === "ai" && view.run_id === null) view.run_id = this.answerRuns.get(this.answerKey(agent, threadId, message.content)) ?? null;
+    return view;
+  }
 
   async agents(signal: AbortSignal): Promise<{ agents: { key: string; description: string }[]; default_agent: string }> {
     const info = await this.client.info({ signal });
@@ -42,58 +99,146 @@ export class ChatApi {
     };
   }
 
-  /** The whole conversation, every page. */
-  async history(agent: string, threadId: string, signal: AbortSignal): Promise<{ messages: BrowserMessage[] }> {
-    const messages: BrowserMessage[] = [];
-    const query = { thread_id: threadId, limit: 100, ...this.identity() };
-    for await (const page of this.client.historyPages(query, { agent, signal })) {
-      messages.push(...page.messages.map(toBrowserMessage));
+  /** One page of the user's conversations with the agent, most recently updated first. */
+  async threads(
+    agent: string,
+    offset: number | undefined,
+    signal: AbortSignal,
+  ): Promise<{ threads: { thread_id: string; title: string | null; updated_at: string }[]; next_offset: number | null }> {
+    const page = await this.client.listThreads({ limit: THREAD_PAGE, offset: offset ?? 0, ...this.identity() }, { agent, signal });
+    return {
+      threads: page.threads.map((t) => ({ thread_id: t.thread_id, title: t.title, updated_at: t.updated_at })),
+      next_offset: page.next_offset,
+    };
+  }
+
+  /**
+   * The newest HISTORY_PAGE messages of a conversation that come before message number `before` (the
+   * newest overall when omitted), oldest first; `older` is where the page before this one ends, null
+   * at the conversation's start.
+   */
+  async history(
+    agent: string,
+    threadId: string,
+    before: number | undefined,
+    signal: AbortSignal,
+  ): Promise<{ messages: BrowserMessage[]; older: number | null }> {
+    const query = { thread_id: threadId, ...this.identity() };
+    if (before === undefined) {
+      const first = await this.client.getHistory({ ...query, offset: 0, limit: HISTORY_PAGE }, { agent, signal });
+      if (first.total <= HISTORY_PAGE) {
+        const rest = first.next_offset === null ? [] : await this.range(agent, query, first.next_offset, first.total, signal);
+        return { messages: [...first.messages, ...rest].map((m) => this.restored(agent, threadId, m)), older: null };
+      }
+      before = first.total;
     }
-    return { messages };
+    const start = Math.max(0, before - HISTORY_PAGE);
+    const messages = await this.range(agent, query, start, before, signal);
+    return { messages: messages.map((m) => this.restored(agent, threadId, m)), older: start > 0 ? start : null };
+  }
+
+  /** Messages `start` to `end` (exclusive), over as many pages as the service answers them in. */
+  private async range(
+    agent: string,
+    query: { thread_id: string; user_id?: string },
+    start: number,
+    end: number,
+    signal: AbortSignal,
+  ): Promise<ChatMessage[]> {
+    const messages: ChatMessage[] = [];
+    let offset = start;
+    while (offset < end) {
+      const page = await this.client.getHistory({ ...query, offset, limit: Math.min(100, end - offset) }, { agent, signal });
+      messages.push(...page.messages.slice(0, end - offset));
+      if (page.next_offset === null || page.next_offset <= offset) break;
+      offset = page.next_offset;
+    }
+    return messages;
+  }
+
+  /** Stop the run that holds the conversation, wherever it runs. */
+  async cancel(input: z.infer<typeof cancelRequest>, signal: AbortSignal): Promise<{ cancelled: boolean }> {
+    const result = await this.client.cancel({ thread_id: input.thread_id, ...this.identity() }, { agent: input.agent, signal });
+    return { cancelled: result.cancelled };
+  }
+
+  /** Delete a conversation (all its checkpoints). */
+  async clear(input: z.infer<typeof clearRequest>, signal: AbortSignal): Promise<void> {
+    await this.client.clearHistory({ thread_id: input.thread_id, ...this.identity() }, { agent: input.agent, signal });
   }
 
   /**
    * Stream one run to the browser as JSON Lines: `thread` (the conversation id, created here for a new
    * chat), then `token` and `message` events, then `done`, or `error` with the failure. Feedback proofs
-   * are kept here by run id. Closing the browser's request cancels the run's stream.
+   * are kept here by run id. Events carry a `seq`, and the `thread` event the answer's `stream_id`, so
+   * a browser whose connection drops can follow the answer again (`follow`). The stream to agenthost is
+   * resumable, so a dropped connection there is picked up again too. A browser that leaves mid-answer
+   * and does not come back within the relays' grace time stops the run (POST /cancel, once the run
+   * has answered something), as a plain stream's client leaving would.
    */
   async chat(input: z.infer<typeof chatRequest>, res: ServerResponse): Promise<void> {
     const threadId = input.thread_id ?? randomUUID();
     const cancel = new AbortController();
-    res.on("close", () => cancel.abort());
-    res.writeHead(200, {
-      "content-type": "application/x-ndjson; charset=utf-8",
-      "cache-control": "no-store",
-      "x-accel-buffering": "no",
+    let started = false;
+    const relay = this.relays.open(() => {
+      cancel.abort();
+      if (started) this.stopLeftRun(input.agent, threadId);
     });
-    const send = (event: unknown) => res.write(`${JSON.stringify(event)}\n`);
-    send({ type: "thread", thread_id: threadId });
+    relay.follow(res, 0);
+    relay.push({ type: "thread", thread_id: threadId, stream_id: relay.id });
     try {
-      const stream = this.client.stream(input.message, {
+      const blocks: ContentBlock[] = [
+        ...(input.message === "" ? [] : [{ type: "text" as const, text: input.message }]),
+        ...(input.attachments ?? []),
+      ];
+      const content = input.attachments?.length ? blocks : input.message;
+      const stream = this.client.stream(content, {
         agent: input.agent,
         thread_id: threadId,
         stream_tokens: true,
+        // A dropped connection to agenthost is picked up again where it left off (the run goes on meanwhile).
+        resumable: true,
         signal: cancel.signal,
         ...this.identity(),
       });
       for await (const item of stream) {
+        started = true;
         if (typeof item === "string") {
-          send({ type: "token", content: item });
+          relay.push({ type: "token", content: item });
           continue;
         }
         if (typeof item.run_id === "string" && typeof item.feedback_token === "string") {
           this.tokens.remember(input.agent, item.run_id, item.feedback_token);
         }
-        send({ type: "message", content: toBrowserMessage(item) });
+        this.rememberAnswer(input.agent, threadId, item);
+        relay.push({ type: "message", content: toBrowserMessage(item) });
       }
-      send({ type: "done" });
+      relay.push({ type: "done" });
     } catch (error) {
+      // The browser left and did not come back: the run was stopped (onLeft above).
       if (cancel.signal.aborted) return;
       console.error(`chat-ui: run on ${input.agent} failed: ${error instanceof Error ? error.message : String(error)}`);
-      send({ type: "error", error: toBrowserError(error) });
+      relay.push({ type: "error", error: toBrowserError(error) });
     } finally {
-      res.end();
+      this.relays.close(relay);
     }
+  }
+
+  /**
+   * A browser whose connection dropped mid-answer picks the answer up again: every event after number
+   * `after`, then the rest live. False when the answer is unknown or long gone.
+   */
+  follow(streamId: string, after: number, res: ServerResponse): boolean {
+    const relay = this.relays.get(streamId);
+    if (!relay) return false;
+    relay.follow(res, after);
+    return true;
+  }
+
+  private stopLeftRun(agent: string, threadId: string): void {
+    this.client.cancel({ thread_id: threadId, ...this.identity() }, { agent }).catch((error: unknown) => {
+      console.error(`chat-ui: stopping the run the browser left on ${agent} failed: ${error instanceof Error ? error.message : String(error)}`);
+    });
   }
 
   /** Thumbs up or down on a run, with the proof this page received for it, if any. */

@@ -1,18 +1,32 @@
 import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { z } from "zod";
 import { AgentClient, AgentClientError, type FetchLike } from "../client/index.ts";
 import { toBrowserError } from "./browser-view.ts";
-import { ChatApi, chatRequest, feedbackRequest } from "./chat-api.ts";
-import type { ChatUiConfig } from "../config/chat-ui.ts";
+import { ChatApi, chatRequest, clearRequest, cancelRequest, decodedBytes, feedbackRequest } from "./chat-api.ts";
+import { DEFAULT_MAX_ATTACHMENTS, DEFAULT_MAX_UPLOAD_BYTES, type ChatUiConfig } from "../config/chat-ui.ts";
+import { AnswerRelays } from "./answer-relay.ts";
 import { FeedbackTokens } from "./feedback-tokens.ts";
 
+const requireFrom = createRequire(import.meta.url);
+const publicDir = fileURLToPath(new URL("./public/", import.meta.url));
+const markedDir = path.dirname(requireFrom.resolve("marked"));
+const purifyDir = path.dirname(requireFrom.resolve("dompurify"));
+
+const JS = "text/javascript; charset=utf-8";
+
+/** The page's files, and the browser builds of marked and DOMPurify from node_modules (no third-party host). */
 const STATIC_FILES: Readonly<Record<string, { file: string; type: string }>> = {
-  "/": { file: "index.html", type: "text/html; charset=utf-8" },
-  "/app.js": { file: "app.js", type: "text/javascript; charset=utf-8" },
-  "/markdown.js": { file: "markdown.js", type: "text/javascript; charset=utf-8" },
-  "/style.css": { file: "style.css", type: "text/css; charset=utf-8" },
+  "/": { file: path.join(publicDir, "index.html"), type: "text/html; charset=utf-8" },
+  "/app.js": { file: path.join(publicDir, "app.js"), type: JS },
+  "/markdown.js": { file: path.join(publicDir, "markdown.js"), type: JS },
+  "/style.css": { file: path.join(publicDir, "style.css"), type: "text/css; charset=utf-8" },
+  "/vendor/marked.js": { file: path.join(markedDir, "marked.esm.js"), type: JS },
+  "/vendor/purify.js": { file: path.join(purifyDir, "purify.es.mjs"), type: JS },
 };
 
 const SECURITY_HEADERS = {
@@ -24,7 +38,14 @@ const SECURITY_HEADERS = {
   "x-frame-options": "DENY",
 };
 
-const MAX_BODY_BYTES = 512 * 1024;
+/** What a request body may hold besides attachments (the message, names). */
+const BODY_OVERHEAD_BYTES = 512 * 1024;
+
+/** What the page may attach to one message. */
+interface UploadLimits {
+  max_attachments: number;
+  max_upload_bytes: number;
+}
 
 class BadRequest extends Error {
   constructor(
@@ -38,7 +59,12 @@ class BadRequest extends Error {
 export interface ChatServerOptions {
   /** Passed to the AgentClient (tests inject one; the default is the global fetch). */
   fetch?: FetchLike;
+  /** How long an answer waits for its browser to reconnect before its run is stopped (default 15 s). */
+  reconnectGraceMs?: number;
 }
+
+/** How long a finished answer stays available to a browser that reconnects late. */
+const ANSWER_KEEP_MS = 60_000;
 
 /**
  * The chat page's server: static files and a small JSON API for the page's own script. It alone holds
@@ -50,10 +76,15 @@ export function createChatServer(config: ChatUiConfig, options: ChatServerOption
     authSecret: config.authSecret ?? "",
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
-  const api = new ChatApi(client, config.userId, new FeedbackTokens());
+  const relays = new AnswerRelays(options.reconnectGraceMs ?? 15_000, ANSWER_KEEP_MS);
+  const api = new ChatApi(client, config.userId, new FeedbackTokens(), relays);
+  const limits: UploadLimits = {
+    max_attachments: config.maxAttachments ?? DEFAULT_MAX_ATTACHMENTS,
+    max_upload_bytes: config.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES,
+  };
   return createServer((req, res) => {
     for (const [header, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(header, value);
-    route(api, req, res).catch((error: unknown) => fail(res, error));
+    route(api, limits, req, res).catch((error: unknown) => fail(res, error));
   });
 }
 
@@ -83,7 +114,7 @@ export async function startChatServer(
   };
 }
 
-async function route(api: ChatApi, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function route(api: ChatApi, limits: UploadLimits, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", "http://chat-ui.invalid");
   const method = req.method ?? "GET";
   const cancel = new AbortController();
@@ -92,26 +123,56 @@ async function route(api: ChatApi, req: IncomingMessage, res: ServerResponse): P
   if (method === "GET" || method === "HEAD") {
     const file = STATIC_FILES[url.pathname];
     if (file) return serveFile(res, file.file, file.type);
-    if (url.pathname === "/api/agents") return sendJson(res, 200, await api.agents(cancel.signal));
+    if (url.pathname === "/api/agents") return sendJson(res, 200, { ...(await api.agents(cancel.signal)), limits });
+    if (url.pathname === "/api/chat/follow") {
+      const id = required(url, "stream_id");
+      if (!api.follow(id, optionalInt(url, "after") ?? 0, res)) throw new BadRequest("this answer is no longer available", 404);
+      return;
+    }
+    if (url.pathname === "/api/threads") {
+      const agent = required(url, "agent");
+      return sendJson(res, 200, await api.threads(agent, optionalInt(url, "offset"), cancel.signal));
+    }
     if (url.pathname === "/api/history") {
-      const agent = url.searchParams.get("agent");
-      const threadId = url.searchParams.get("thread_id");
-      if (!agent || !threadId) throw new BadRequest("agent and thread_id are required");
-      return sendJson(res, 200, await api.history(agent, threadId, cancel.signal));
+      const agent = required(url, "agent");
+      const threadId = required(url, "thread_id");
+      return sendJson(res, 200, await api.history(agent, threadId, optionalInt(url, "before"), cancel.signal));
     }
   }
-  if (method === "POST" && (url.pathname === "/api/chat" || url.pathname === "/api/feedback")) {
+  if (method === "POST" && url.pathname.startsWith("/api/")) {
     checkSameOrigin(req);
-    const body = await readJson(req);
-    if (url.pathname === "/api/chat") return api.chat(parse(chatRequest, body), res);
-    await api.feedback(parse(feedbackRequest, body), cancel.signal);
-    return sendJson(res, 200, { ok: true });
+    const body = await readJson(req, Math.ceil((limits.max_upload_bytes * 4) / 3) + BODY_OVERHEAD_BYTES);
+    switch (url.pathname) {
+      case "/api/chat":
+        return api.chat(checkAttachments(parse(chatRequest, body), limits), res);
+      case "/api/feedback":
+        await api.feedback(parse(feedbackRequest, body), cancel.signal);
+        return sendJson(res, 200, { ok: true });
+      case "/api/cancel":
+        return sendJson(res, 200, await api.cancel(parse(cancelRequest, body), cancel.signal));
+      case "/api/clear":
+        await api.clear(parse(clearRequest, body), cancel.signal);
+        return sendJson(res, 200, { ok: true });
+    }
   }
   sendJson(res, 404, { error: { message: "Not found.", kind: "internal", status: 404, error_code: null, retry_after: null } });
 }
 
+function required(url: URL, name: string): string {
+  const value = url.searchParams.get(name);
+  if (!value) throw new BadRequest(`${name} is required`);
+  return value;
+}
+
+function optionalInt(url: URL, name: string): number | undefined {
+  const value = url.searchParams.get(name);
+  if (value === null) return undefined;
+  if (!/^\d{1,9}$/.test(value)) throw new BadRequest(`${name} must be a whole number`);
+  return Number(value);
+}
+
 async function serveFile(res: ServerResponse, file: string, type: string): Promise<void> {
-  const body = await readFile(new URL(`./public/${file}`, import.meta.url));
+  const body = await readFile(file);
   res.writeHead(200, { "content-type": type, "content-length": body.length, "cache-control": "no-cache" });
   res.end(body);
 }
@@ -130,12 +191,24 @@ function checkSameOrigin(req: IncomingMessage): void {
   }
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
+function checkAttachments<T extends { attachments?: { base64: string }[] | undefined }>(input: T, limits: UploadLimits): T {
+  const attachments = input.attachments ?? [];
+  if (attachments.length > limits.max_attachments) {
+    throw new BadRequest(`at most ${limits.max_attachments} attachments per message`, 413);
+  }
+  const bytes = attachments.reduce((sum, a) => sum + decodedBytes(a.base64), 0);
+  if (bytes > limits.max_upload_bytes) {
+    throw new BadRequest(`the attachments hold ${bytes} bytes; at most ${limits.max_upload_bytes} per message`, 413);
+  }
+  return input;
+}
+
+async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new BadRequest("request body too large", 413);
+    if (size > limit) throw new BadRequest("request body too large", 413);
     chunks.push(chunk);
   }
   try {

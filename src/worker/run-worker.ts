@@ -1,6 +1,7 @@
 import cluster from "node:cluster";
 import type http from "node:http";
 import type { AddressInfo } from "node:net";
+import { portRefusal } from "../cluster/startup-refusal.ts";
 import { STARTUP_REFUSED, workerChannel } from "../cluster/protocol.ts";
 import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
@@ -59,7 +60,13 @@ export async function runWorker(): Promise<void> {
     refuseToStart(error);
   }
   runtime.metrics.collectProcessMetrics();
-  const server = await listen(createApp(runtime), config, runtime.logger);
+  let server: http.Server;
+  try {
+    server = await listen(createApp(runtime), config, runtime.logger);
+  } catch (error) {
+    // Under the primary the port was checked before the fork; a worker started alone checks here.
+    refuseToStart(new Error(`agenthost cannot start: ${portRefusal(error, config).message}`));
+  }
   const { port } = server.address() as AddressInfo;
   runtime.logger.info({ host: config.HOST, port, backend: config.MEMORY_BACKEND }, "listening");
 

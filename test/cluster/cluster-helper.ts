@@ -1,8 +1,10 @@
 // Start the real bin/agenthost as a child process and talk to it over fresh TCP connections.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -45,12 +47,14 @@ export interface ClusterOptions {
 }
 
 /**
- * bin/agenthost with the fake model, the slow test agent, a token, two workers and ports of its
- * own, plus `env`. The environment is built from scratch: nothing leaks in from the test runner.
+ * bin/agenthost with the fake model, the slow test agent, a token, two workers, a SQLite file and
+ * ports of its own, plus `env`. The environment is built from scratch: nothing leaks in from the
+ * test runner. (The memory backend runs one worker only: each worker would keep its own.)
  */
 export async function startCluster(env: Record<string, string> = {}, options: ClusterOptions = {}): Promise<Cluster> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const metricsPort = env.METRICS_PORT ? Number(env.METRICS_PORT) : await freePort();
+  const dataDir = env.MEMORY_BACKEND ? undefined : mkdtempSync(path.join(os.tmpdir(), "agenthost-cluster-"));
   const fullEnv: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: process.env.HOME ?? "/tmp",
@@ -64,6 +68,7 @@ export async function startCluster(env: Record<string, string> = {}, options: Cl
     WORKER_LIVENESS_TIMEOUT: "20",
     // The lock tests send 16 requests at once; kernel and primary may spread them unevenly.
     REQUEST_MAX_CONCURRENT: "32",
+    ...(dataDir ? { MEMORY_BACKEND: "filedb", FILEDB_DB_PATH: path.join(dataDir, "agenthost.sqlite") } : {}),
     ...env,
     PORT: String(port),
     METRICS_PORT: String(metricsPort),
@@ -92,6 +97,7 @@ export async function startCluster(env: Record<string, string> = {}, options: Cl
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   void exited.then(() => {
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
     for (const listener of listeners) listener();
   });
 
@@ -104,7 +110,8 @@ export async function startCluster(env: Record<string, string> = {}, options: Cl
           resolve(found);
         } else if (child.exitCode !== null || child.signalCode !== null) {
           done();
-          reject(new Error(`agenthost exited while waiting; stderr:\n${stderr}`));
+          const lastLines = logs.slice(-8).map((line) => JSON.stringify(line)).join("\n");
+          reject(new Error(`agenthost exited (${child.exitCode ?? child.signalCode}) while waiting; stderr:\n${stderr}\nlast log lines:\n${lastLines}`));
         }
       };
       const timer = setTimeout(() => {

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { TcpProxy } from "../helpers/tcp-proxy.ts";
-import { dropSchema, uniqueSchema } from "../helpers/postgres.ts";
+import { dropSchema, uniqueSchema, DATABASE_HOST, DATABASE_PORT, databaseUrlThrough } from "../helpers/postgres.ts";
 import { closePinned, eventually, invoke, metric, pinnedConnections, request, scrape, startCluster } from "./cluster-helper.ts";
 import { startOutageScenario, type OutageFigures, type OutageMode, type Scenario } from "./outage-scenario.ts";
 
@@ -44,7 +44,7 @@ describe("PostgreSQL outage under load (cluster)", () => {
 
 describe("a cluster started while PostgreSQL is down", () => {
   const schema = uniqueSchema("cluster_late");
-  const proxy = new TcpProxy(5432);
+  const proxy = new TcpProxy(DATABASE_PORT, DATABASE_HOST);
   after(async () => {
     await proxy.stop();
     await dropSchema(schema);
@@ -56,7 +56,7 @@ describe("a cluster started while PostgreSQL is down", () => {
     // One restart would be a crash loop: waiting for the database must not count as one.
     const cluster = await startCluster({
       MEMORY_BACKEND: "serverdb",
-      DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/test`,
+      DATABASE_URL: databaseUrlThrough(port),
       SERVERDB_SCHEMA: schema,
       WORKER_RESTART_LIMIT: "1",
     });

@@ -2,7 +2,7 @@
 // proxy: shared by the cluster test (short outages) and the reliability suite (60 s).
 import { randomUUID } from "node:crypto";
 import { TcpProxy } from "../helpers/tcp-proxy.ts";
-import { dropSchema, uniqueSchema } from "../helpers/postgres.ts";
+import { dropSchema, uniqueSchema, DATABASE_HOST, DATABASE_PORT, databaseUrlThrough } from "../helpers/postgres.ts";
 import { eventually, invoke, metric, request, scrape, startCluster, type Cluster } from "./cluster-helper.ts";
 
 export type OutageMode = "refused" | "dropped";
@@ -43,11 +43,11 @@ export interface Scenario {
 /** Start the cluster on a schema of its own, reaching PostgreSQL through a proxy. */
 export async function startOutageScenario(env: Record<string, string> = {}): Promise<Scenario> {
   const schema = uniqueSchema("cluster_outage");
-  const proxy = new TcpProxy(5432);
+  const proxy = new TcpProxy(DATABASE_PORT, DATABASE_HOST);
   const port = await proxy.start();
   const cluster = await startCluster({
     MEMORY_BACKEND: "serverdb",
-    DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/test`,
+    DATABASE_URL: databaseUrlThrough(port),
     SERVERDB_SCHEMA: schema,
     ...env,
   });

@@ -77,7 +77,7 @@ describe("cluster with primary-brokered locks", () => {
     for (const field of ["request_id", "worker", "route", "agent", "status", "duration_ms"]) assert.ok(field in line, field);
 
     const m = await scrape(cluster);
-    const invokeRoute = { route: "{/:agentId}/invoke", method: "POST" };
+    const invokeRoute = { route: "/{agent_id}/invoke", method: "POST" };
     assert.equal(metric(m, "agenthost_http_requests_total", { ...invokeRoute, status: "200" }), 5);
     assert.equal(metric(m, "agenthost_http_requests_total", { ...invokeRoute, status: "409" }), 2);
     assert.equal(metric(m, "agenthost_http_requests_total", { route: "unmatched", method: "POST", status: "401" }), 1);
@@ -85,6 +85,14 @@ describe("cluster with primary-brokered locks", () => {
     assert.equal(metric(m, "agenthost_http_active_requests"), 0);
     assert.equal(metric(m, "agenthost_runs_total", { agent: "chatbot-agent", outcome: "ok" }), 3);
     assert.equal(metric(m, "agenthost_runs_total", { agent: "slow-agent", outcome: "ok" }), 2);
+    assert.equal(metric(m, "agenthost_run_duration_seconds_count", { agent: "chatbot-agent", outcome: "ok" }), 3);
+    assert.equal(metric(m, "agenthost_model_call_duration_seconds_count", { agent: "chatbot-agent", provider: "fake", model: "fake", outcome: "ok" }), 3);
+    // One build, however many workers report it: the gauge is not summed.
+    const builds = [...m.keys()].filter((key) => key.startsWith("agenthost_build_info{"));
+    assert.equal(builds.length, 1, builds.join(" "));
+    assert.equal(m.get(builds[0]!), 1);
+    assert.match(builds[0]!, /backend="filedb"/);
+    assert.ok(builds[0]!.includes(`node_version="${process.versions.node}"`), builds[0]);
     // The fake model counts 5 tokens in ("hello": one per four characters, rounded up, + 3) and 9 out
     // per answer; the slow agent reports 5 and 3.
     assert.equal(metric(m, "agenthost_tokens_total", { agent: "chatbot-agent", direction: "in" }), 15);

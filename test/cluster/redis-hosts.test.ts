@@ -21,9 +21,9 @@ import {
   type Cluster,
   type Reply,
 } from "./cluster-helper.ts";
+import { DATABASE_URL } from "../helpers/postgres.ts";
+import { REDIS_URL } from "../helpers/redis.ts";
 
-const DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test";
-const REDIS_URL = "redis://127.0.0.1:6379";
 
 describe("two hosts sharing PostgreSQL and Redis", () => {
   const schema = `agenthost_cluster_${randomUUID().replaceAll("-", "")}`;

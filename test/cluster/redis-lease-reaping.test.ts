@@ -7,8 +7,8 @@ import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import { storageKey } from "../../src/auth/storage-key.ts";
 import { closePinned, eventually, invoke, pidOf, pinnedConnections, request, startCluster, type Cluster, type Reply } from "./cluster-helper.ts";
+import { REDIS_URL } from "../helpers/redis.ts";
 
-const REDIS_URL = "redis://127.0.0.1:6379";
 
 describe("Redis leases of a dead worker", () => {
   const prefix = `agenthost-test-reap-${randomUUID()}`;

@@ -10,6 +10,7 @@ import { FakeChatModel } from "../../src/models/fake-chat-model.ts";
 import { call, startService, type RunningService } from "../helpers/service.ts";
 import { parseEvents } from "../fixtures/providers/events.ts";
 import { NOTES_FILE } from "../fixtures/deep-agent-scripted.ts";
+import { DATABASE_URL } from "../helpers/postgres.ts";
 
 /** The deep agent: its exact tools, virtual files in checkpoint state, and the offline script. */
 
@@ -24,7 +25,6 @@ function toolNodeNames(service: RunningService, agent: string): string[] {
   return (graph.nodes.tools?.bound?.tools ?? []).map((t) => t.name).sort();
 }
 
-const DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test";
 
 for (const backend of ["filedb", "serverdb"] as const) describe(`deep-agent (${backend})`, { concurrency: false }, () => {
   let service: RunningService;

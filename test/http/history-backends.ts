@@ -2,9 +2,10 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
+import { DATABASE_URL } from "../helpers/postgres.ts";
 
 /** The PostgreSQL every integration test uses; each test gets its own schema. */
-export const TEST_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test";
+export const TEST_DATABASE_URL = DATABASE_URL;
 
 export interface BackendUnderTest {
   readonly name: "memory" | "filedb" | "serverdb";

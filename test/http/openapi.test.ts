@@ -24,11 +24,11 @@ function mountedOperations(stack: readonly unknown[], into = new Set<string>()):
   return into;
 }
 
-/** An Express path as the document writes it: `{/:agentId}/x` is both `/{agent_id}/x` and `/x`. */
+/** An Express path as the document writes it: `{/:agentId}/x` is both `/{agent_id}/x` and `/x`; `:run_id` is `{run_id}`. */
 function documentedForms(entry: string): string[] {
   const [method, path] = entry.split(" ") as [string, string];
   if (!path.startsWith("{/:agentId}")) return [`${method} ${path}`];
-  const rest = path.slice("{/:agentId}".length);
+  const rest = path.slice("{/:agentId}".length).replace(/:([A-Za-z_]+)/g, "{$1}");
   return [`${method} /{agent_id}${rest}`, `${method} ${rest}`];
 }
 
@@ -59,11 +59,15 @@ describe("OpenAPI document", () => {
     assert.ok(invoke.responses["409"]!.headers?.["Retry-After"], "conversation_busy carries Retry-After");
     assert.ok(invoke.responses["429"]!.headers?.["Retry-After"], "a provider's Retry-After is passed on");
     assert.deepEqual(document.paths["/health/live"]!.get!.security, [], "probes need no token");
+    assert.ok(invoke.responses["200"]!.headers?.["X-Run-Id"], "a run's answer names the run");
+    assert.ok(document.paths["/{agent_id}/stream"]!.post!.responses["200"]!.headers?.["X-Run-Id"]);
+    assert.ok(document.paths["/{agent_id}/runs/{run_id}/stream"]!.get!.responses["404"], "an unknown or expired run is 404");
+    assert.ok(document.paths["/cancel"]!.post!.responses["200"], "the default agent's cancel");
   });
 
   test("lists exactly the operations the app mounts", () => {
     const mounted = mountedOperations(createApp(service.runtime).router.stack);
-    const reference = ["GET /openapi.json", "GET /docs", "GET /docs/init.js"];
+    const reference = ["GET /", "GET /openapi.json", "GET /docs", "GET /docs/init.js"];
     for (const entry of reference) assert.ok(mounted.delete(entry), `${entry} is served`);
     const fromRoutes = [...mounted].flatMap(documentedForms).sort();
     const fromDocument = Object.entries(document.paths)

@@ -10,7 +10,7 @@ import { openCheckpointBackend } from "../../src/checkpoints/backend.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { waitFor } from "../helpers/raw-http.ts";
 import { call, startService, type RunningService } from "../helpers/service.ts";
-import { DATABASE_URL, dropSchema, uniqueSchema, withClient } from "../helpers/postgres.ts";
+import { DATABASE_URL, dropSchema, uniqueSchema, withClient, DATABASE_HOST, DATABASE_PORT, databaseUrlThrough } from "../helpers/postgres.ts";
 import { TcpProxy } from "../helpers/tcp-proxy.ts";
 
 type Turn = { thread_id: string; usage_metadata: { input_tokens: number } };
@@ -110,7 +110,7 @@ describe("PostgreSQL backend (serverdb)", () => {
   test("serverdb: tables live in SERVERDB_SCHEMA and hold only storage keys", async () => {
     await withClient(async (client) => {
       const tables = await client.query("SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1", [schema]);
-      assert.deepEqual(tables.rows.map((r: { table_name: string }) => r.table_name), ["agenthost_messages", "checkpoint_blobs", "checkpoint_migrations", "checkpoint_writes", "checkpoints"]);
+      assert.deepEqual(tables.rows.map((r: { table_name: string }) => r.table_name), ["agenthost_idempotency", "agenthost_messages", "agenthost_threads", "checkpoint_blobs", "checkpoint_migrations", "checkpoint_writes", "checkpoints"]);
       const ids = await client.query(`SELECT DISTINCT thread_id FROM "${schema}".checkpoints`);
       for (const { thread_id } of ids.rows as Array<{ thread_id: string }>) assert.match(thread_id, /^lat:v1:[0-9a-f]{64}$/);
     });
@@ -130,13 +130,13 @@ describe("PostgreSQL backend (serverdb)", () => {
 
 describe("readiness follows the database", () => {
   const schema = uniqueSchema("ready");
-  const proxy = new TcpProxy(5432);
+  const proxy = new TcpProxy(DATABASE_PORT, DATABASE_HOST);
   let service: RunningService;
   before(async () => {
     const port = await proxy.start();
     service = await startService({
       MEMORY_BACKEND: "serverdb",
-      DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/test`,
+      DATABASE_URL: databaseUrlThrough(port),
       SERVERDB_SCHEMA: schema,
     });
   });

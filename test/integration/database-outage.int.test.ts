@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { eventually } from "../cluster/cluster-helper.ts";
-import { dropSchema, uniqueSchema } from "../helpers/postgres.ts";
+import { dropSchema, uniqueSchema, DATABASE_HOST, DATABASE_PORT } from "../helpers/postgres.ts";
 import { call, startService, type RunningService } from "../helpers/service.ts";
 import { TcpProxy } from "../helpers/tcp-proxy.ts";
 
@@ -78,7 +78,7 @@ async function turns(service: RunningService, thread: string): Promise<number> {
 
 describe("PostgreSQL outage through a proxy", () => {
   const schema = uniqueSchema("outage");
-  const proxy = new TcpProxy(5432);
+  const proxy = new TcpProxy(DATABASE_PORT, DATABASE_HOST);
   let service: RunningService;
 
   before(async () => {
@@ -148,7 +148,7 @@ describe("PostgreSQL outage through a proxy", () => {
 
 describe("a worker that starts while PostgreSQL is down", () => {
   const schema = uniqueSchema("late");
-  const proxy = new TcpProxy(5432);
+  const proxy = new TcpProxy(DATABASE_PORT, DATABASE_HOST);
   let service: RunningService;
 
   after(async () => {

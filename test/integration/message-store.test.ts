@@ -15,8 +15,8 @@ import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { MemoryMessageRows, PostgresMessageRows, SqliteMessageRows, type MessageRows } from "../../src/checkpoints/message-rows.ts";
 import { isMessageRefs, MessageStoreSaver } from "../../src/checkpoints/message-store.ts";
+import { DATABASE_URL } from "../helpers/postgres.ts";
 
-const DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test";
 
 /** What each node does, chosen by the last human message's text. */
 function graphOn(saver: BaseCheckpointSaver) {

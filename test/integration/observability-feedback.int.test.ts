@@ -10,10 +10,10 @@ import { FEEDBACK_QUEUE, feedbackJobId } from "../../src/feedback/queue.ts";
 import type { FeedbackRecord } from "../../src/observability/backends/types.ts";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
 import { eventually, fakeLangfuse, fakeLangsmith, otlpSpans, type FakeBackend } from "./observability-fakes.ts";
+import { REDIS_URL } from "../helpers/redis.ts";
 
 const SIGNING = "feedback-signing-secret-0123456789abcdef";
 const ALICE = "alice-token-0123456789";
-const REDIS_URL = "redis://127.0.0.1:6379";
 const tokenMode = { AUTH_MODE: "token", AUTH_USERS: JSON.stringify({ alice: ALICE }), FEEDBACK_SIGNING_SECRET: SIGNING };
 const langfuseEnv = (fake: FakeBackend) => ({
   OBSERVABILITY_BACKEND: "langfuse",

@@ -9,8 +9,8 @@ import { lockKey, lockScripts } from "../../src/admission/locks/redis-lock-scrip
 import { RedisConversationLock, type LeaseEvent } from "../../src/admission/locks/redis-lock.ts";
 import { RunAborted } from "../../src/errors/classify.ts";
 import { waitFor } from "../helpers/raw-http.ts";
+import { REDIS_URL } from "../helpers/redis.ts";
 
-const REDIS_URL = "redis://127.0.0.1:6379";
 const admin = new Redis(REDIS_URL);
 const opened: RedisConversationLock[] = [];
 const prefixes: string[] = [];

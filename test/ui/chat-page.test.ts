@@ -8,11 +8,14 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { storageKey } from "../../src/auth/storage-key.ts";
 import { startChatServer } from "../../src/ui/server.ts";
 import { startService, type RunningService } from "../helpers/service.ts";
+import { TcpProxy } from "../helpers/tcp-proxy.ts";
+import { PARTIAL_ANSWER } from "../fixtures/chat-page-agents.ts";
 import { INFO, sendJson, sseFrame, startScriptedServer, startSse } from "../client/scripted-server.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -30,6 +33,7 @@ const FAKE = "This is a test response from the fake model.";
 const TOKEN = "chat-ui-secret-7f3a9c51";
 const USER = "chat-ui-user-42b1";
 const ARTIFACTS = new URL("../artifacts/", import.meta.url);
+const fixture = (file: string) => fileURLToPath(new URL(`../fixtures/${file}`, import.meta.url));
 
 let service: RunningService;
 let chat: { url: string; close(): Promise<void> };
@@ -42,8 +46,16 @@ before(async () => {
     AUTH_SECRET: undefined,
     AUTH_USERS: JSON.stringify({ [USER]: TOKEN }),
     FEEDBACK_SIGNING_SECRET: "feedback-signing-secret-for-the-browser-test",
+    AGENT_PATHS: JSON.stringify([
+      `${fixture("chat-page-agents.ts")}:markdownAgent`,
+      `${fixture("chat-page-agents.ts")}:stoppableAgent`,
+      `${fixture("interrupt-agents.ts")}:askName`,
+      `${fixture("deep-agent-scripted.ts")}:scriptedDeepAgent`,
+    ]),
+    DEEP_AGENT_INTERRUPT_ON: "write_file,edit_file",
   });
-  chat = await startChatServer({ agenthostUrl: service.url, authSecret: TOKEN, userId: USER, host: "127.0.0.1", port: 0 });
+  // Grace 0: a page that leaves stops its run at once (the reconnect test below uses the default).
+  chat = await startChatServer({ agenthostUrl: service.url, authSecret: TOKEN, userId: USER, host: "127.0.0.1", port: 0 }, { reconnectGraceMs: 0 });
   if (!existsSync(CHROMIUM)) return;
   profile = await mkdtemp(join(tmpdir(), "chat-page-profile-"));
   context = await chromium.launchPersistentContext(profile, {
@@ -174,6 +186,9 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
     assert.equal(await page.textContent(".msg.human"), "Hello from the browser");
     assert.equal(await page.locator(".msg.ai p").first().textContent(), FAKE);
     assert.equal(new URL(page.url()).searchParams.get("thread_id"), firstThread);
+    // The restored answer knows its run, so it can still be rated.
+    assert.equal(await page.locator(".msg.ai .feedback-up").count(), 1);
+    assert.equal(await page.locator(".msg.ai .feedback-down").count(), 1);
     sources.push(await page.content());
   });
 
@@ -206,20 +221,265 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
     sources.push(await page.content());
   });
 
-  await t.test("a full service shows a 503 error with its Retry-After", async () => {
+  await t.test("a full service shows a 503 error; Retry waits out its Retry-After, then sends again", async () => {
     const held: (() => void)[] = [];
     for (let release = await service.runtime.admission.acquire(); release; release = await service.runtime.admission.acquire()) {
       held.push(release);
     }
+    const humans = await page.locator(".msg.human").count();
     try {
       await send(page, "Anyone there?");
       await page.waitForSelector("#error:not([hidden])");
       assert.equal(await page.getAttribute("#error", "data-status"), "503");
       assert.match((await page.textContent("#error")) ?? "", /503.*Retry after 1 s/);
+      assert.equal(await page.textContent("#retry"), "Retry in 1 s");
+      assert.equal(await page.isDisabled("#retry"), true);
+      await page.screenshot({ path: new URL("chat-page-503.png", ARTIFACTS).pathname, fullPage: true });
     } finally {
       for (const release of held) release();
     }
-    await page.screenshot({ path: new URL("chat-page-503.png", ARTIFACTS).pathname, fullPage: true });
+    await page.waitForSelector("#retry:not([disabled])");
+    assert.equal(await page.textContent("#retry"), "Retry");
+    const bodies = await page.evaluate(() => (window as unknown as TeeWindow).chatBodies.length);
+    await page.click("#retry");
+    await page.waitForFunction(
+      (count) => {
+        const all = (window as unknown as TeeWindow).chatBodies;
+        return all.length > count && /"type":"done"/.test(all.at(-1) ?? "");
+      },
+      bodies,
+    );
+    await idle(page);
+    assert.equal(await page.isHidden("#error"), true);
+    assert.equal(await page.isHidden("#retry"), true);
+    assert.equal(await page.locator(".msg.human").count(), humans + 1, "the failed message is not shown twice");
+    assert.equal(await page.locator(".msg.human").last().textContent(), "Anyone there?");
+    assert.equal((await page.locator(".msg.ai p").last().textContent())?.trim(), FAKE);
+  });
+
+  await t.test("the sidebar lists the conversations newest first; one opens, a long one pages back on scroll, one is deleted", async () => {
+    const titles = () => page.locator("#thread-list .thread-title").allTextContents();
+    await page.waitForFunction(() => document.querySelectorAll("#thread-list button.thread").length === 2);
+    assert.deepEqual(await titles(), ["A second conversation", "Hello from the browser"]);
+    await page.locator("#thread-list button.thread").nth(1).click();
+    await idle(page);
+    await page.waitForSelector(".msg.human");
+    assert.equal(new URL(page.url()).searchParams.get("thread_id"), firstThread);
+    assert.equal(await page.textContent(".msg.human"), "Hello from the browser");
+    assert.equal(await page.getAttribute("#thread-list button.thread >> nth=1", "aria-current"), "true");
+
+    // A conversation of 110 messages: the newest 50 first, earlier pages as the reader scrolls up.
+    const longThread = "long-conversation";
+    const messages = Array.from({ length: 110 }, (_, i) => ({ type: i % 2 ? "ai" : "human", content: `message ${i + 1}` }));
+    const added = await fetch(`${service.url}/chatbot-agent/history/add_messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({ thread_id: longThread, messages }),
+    });
+    assert.equal(added.status, 201, await added.text());
+    await page.goto(`${chat.url}/?agent=chatbot-agent&thread_id=${longThread}`);
+    await idle(page);
+    await page.waitForFunction(() => document.querySelectorAll("#messages .msg").length === 50);
+    assert.equal((await page.locator("#messages .msg").last().textContent())?.trim(), "message 110");
+    assert.equal(await page.waitForFunction(() => document.querySelectorAll("#thread-list button.thread").length === 3).then(() => true), true);
+    assert.equal(await page.locator("#thread-list .thread-title").first().textContent(), "message 1");
+    await page.evaluate(() => window.scrollTo({ top: 0 }));
+    await page.waitForFunction(() => document.querySelectorAll("#messages .msg").length === 100);
+    await page.evaluate(() => window.scrollTo({ top: 0 }));
+    await page.waitForFunction(() => document.querySelectorAll("#messages .msg").length === 110);
+    assert.equal((await page.locator("#messages .msg").first().textContent())?.trim(), "message 1");
+    assert.equal(await page.isHidden("#older"), true);
+    const shown = await page.locator("#messages .msg").allTextContents();
+    assert.deepEqual(shown.map((text) => text.trim()), messages.map((m) => m.content));
+
+    // Delete asks first; Cancel keeps the conversation.
+    await page.click("#delete-chat");
+    await page.waitForSelector("#confirm-delete[open]");
+    await page.screenshot({ path: new URL("chat-delete-confirm.png", ARTIFACTS).pathname });
+    await page.click("#confirm-delete-no");
+    assert.equal(new URL(page.url()).searchParams.get("thread_id"), longThread);
+    assert.equal(await page.locator("#thread-list button.thread").count(), 3);
+    await page.click("#delete-chat");
+    await page.click("#confirm-delete-yes");
+    await page.waitForFunction(() => document.querySelectorAll("#thread-list button.thread").length === 2);
+    assert.equal(new URL(page.url()).searchParams.get("thread_id"), null);
+    assert.equal(await page.locator("#messages > *").count(), 0);
+    const history = await fetch(`${service.url}/chatbot-agent/history?thread_id=${longThread}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(((await history.json()) as { total: number }).total, 0);
+
+    // Ctrl+Shift+O starts a new chat from an open one.
+    await page.locator("#thread-list button.thread").first().click();
+    await page.waitForSelector(".msg.human");
+    await page.keyboard.press("Control+Shift+O");
+    assert.equal(await page.locator("#messages > *").count(), 0);
+    // "/" outside a text box goes to the message box.
+    await page.click("header h1");
+    await page.keyboard.press("/");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "input");
+    assert.equal(await page.inputValue("#input"), "");
+    assert.equal(new URL(page.url()).searchParams.get("thread_id"), null);
+    await page.screenshot({ path: new URL("chat-sidebar-desktop.png", ARTIFACTS).pathname, fullPage: true });
+    await page.setViewportSize({ width: 390, height: 844 });
+    assert.equal(await page.isVisible("#toggle-sidebar"), true);
+    await page.click("#toggle-sidebar");
+    await page.waitForFunction(() => document.getElementById("sidebar")!.getBoundingClientRect().left >= 0);
+    await page.screenshot({ path: new URL("chat-sidebar-phone.png", ARTIFACTS).pathname });
+    await page.mouse.click(370, 400);
+    assert.equal(await page.getAttribute("body", "data-sidebar"), "closed", "a tap beside the sidebar closes it");
+    await page.click("#toggle-sidebar");
+    await page.locator("#thread-list button.thread").first().click();
+    await page.waitForSelector(".msg.human");
+    assert.equal(await page.getAttribute("body", "data-sidebar"), "closed");
+    await page.setViewportSize({ width: 1000, height: 760 });
+  });
+
+  await t.test("streams a long Markdown answer block by block: a table, nested lists, numbering, code with a copy button", async () => {
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: chat.url });
+    await page.selectOption("#agent", "markdown-agent");
+    await idle(page);
+    // Count the block elements the page puts into the conversation while the answer streams in.
+    await page.evaluate(() => {
+      const added: Record<string, number> = {};
+      (window as unknown as { added: Record<string, number> }).added = added;
+      new MutationObserver((records) => {
+        for (const record of records) {
+          for (const node of Array.from(record.addedNodes)) if (node instanceof Element) added[node.tagName] = (added[node.tagName] ?? 0) + 1;
+        }
+      }).observe(document.getElementById("messages")!, { childList: true, subtree: true });
+    });
+    const events = await send(page, "Compare the engines");
+    const tokens = events.split("\n").filter((line) => line.includes('"type":"token"')).length;
+    assert.ok(tokens > 60, `the answer streamed in many tokens (${tokens})`);
+    const added = await page.evaluate(() => (window as unknown as { added: Record<string, number> }).added);
+    // Re-rendering the whole answer per token would add the heading once per token.
+    assert.ok((added.H2 ?? 0) <= 3, `the finished heading was rendered ${added.H2} times for ${tokens} tokens`);
+    assert.ok((added.OL ?? 0) <= 12, `the numbered list was rendered ${added.OL} times`);
+    const answer = page.locator(".msg.ai").last();
+    assert.equal(await answer.locator("h2").count(), 1);
+    assert.deepEqual(await answer.locator("th").allTextContents(), ["Engine", "Speed", "Notes"]);
+    assert.deepEqual(await answer.locator("tbody td").allTextContents(), ["SQLite", "fast", "one file", "PostgreSQL", "faster", "a server"]);
+    assert.equal(await answer.locator("ul > li > ul > li").count(), 2, "nested bullets");
+    const numbered = answer.locator("ol");
+    assert.equal(await numbered.count(), 1);
+    assert.equal(await numbered.locator("li").count(), 3);
+    assert.ok([null, "1"].includes(await numbered.getAttribute("start")), "numbering starts at 1 after the bullets");
+    assert.equal((await answer.locator("pre code").textContent())?.trim(), "const answer: number = 6 * 7;\nconsole.log(`<b>${answer}</b>`);");
+    assert.equal(await answer.locator("pre b").count(), 0);
+    assert.equal(await answer.locator(".code-bar").first().textContent(), "tsCopy");
+    await answer.locator(".copy-code").click();
+    await page.waitForSelector(".copy-code:text('Copied')");
+    assert.match(await page.evaluate(() => navigator.clipboard.readText()), /^const answer: number = 6 \* 7;/);
+    assert.equal(await answer.locator("a").getAttribute("href"), "https://example.test/docs");
+    assert.equal(await answer.locator(".feedback-up").count(), 1);
+    assert.equal(await page.locator(".msg.streaming").count(), 0);
+    await mkdir(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: new URL("chat-markdown-desktop.png", ARTIFACTS).pathname, fullPage: true });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.screenshot({ path: new URL("chat-markdown-phone.png", ARTIFACTS).pathname, fullPage: true });
+    await page.setViewportSize({ width: 1000, height: 760 });
+  });
+
+  await t.test("Stop (button or Esc) stops a streaming answer through the cancel route; the partial answer stays, marked stopped", async () => {
+    await page.selectOption("#agent", "stoppable-agent");
+    await idle(page);
+    for (const how of ["button", "escape"]) {
+      await page.fill("#input", `Start something (${how})`);
+      await page.press("#input", "Enter");
+      await page.waitForFunction((partial) => document.querySelector(".msg.streaming")?.textContent?.includes(partial), PARTIAL_ANSWER);
+      assert.equal(await page.isVisible("#stop"), true);
+      assert.equal(await page.isHidden("#send"), true);
+      if (how === "button") {
+        await page.screenshot({ path: new URL("chat-stop-streaming.png", ARTIFACTS).pathname, fullPage: true });
+        await page.click("#stop");
+      } else {
+        await page.keyboard.press("Escape");
+      }
+      await page.waitForSelector(".msg.stopped .stopped-note");
+      await idle(page);
+      const stopped = page.locator(".msg.ai").last();
+      assert.ok((await stopped.textContent())?.includes(PARTIAL_ANSWER));
+      assert.equal(await stopped.getAttribute("class"), "msg ai stopped");
+      assert.equal(await page.isHidden("#error"), true);
+      assert.equal(await page.isVisible("#send"), true);
+      assert.equal(await page.isHidden("#stop"), true);
+    }
+    assert.equal(await page.locator(".msg.stopped").count(), 2, "the second run started at once: the stop released the conversation");
+    assert.ok(
+      service.logs.some((line) => JSON.stringify(line).includes("run_cancelled")),
+      "the service logged the cancelled runs",
+    );
+    await page.screenshot({ path: new URL("chat-stopped-desktop.png", ARTIFACTS).pathname, fullPage: true });
+
+    // Leaving the page mid-answer stops the run too: its conversation's lock comes free.
+    await page.click("#new-chat");
+    await page.fill("#input", "Start and leave");
+    await page.press("#input", "Enter");
+    await page.waitForFunction((partial) => document.querySelector(".msg.streaming")?.textContent?.includes(partial), PARTIAL_ANSWER);
+    const left = new URL(page.url()).searchParams.get("thread_id")!;
+    await page.goto(`${chat.url}/?agent=stoppable-agent`);
+    for (;;) {
+      const outcome = await service.runtime.locks.acquire(storageKey(USER, "stoppable-agent", left));
+      if (outcome.ok) {
+        await outcome.lease.release();
+        break;
+      }
+    }
+    await idle(page);
+  });
+
+  await t.test("a paused run's question is answered in its card, and the run resumes", async () => {
+    await page.selectOption("#agent", "ask-name");
+    await idle(page);
+    await send(page, "Hi there");
+    const card = page.locator(".interrupt").last();
+    assert.equal(await card.locator(".interrupt-question").textContent(), "What is your name?");
+    await card.locator(".interrupt-answer").fill("Ada");
+    const answered = page.waitForResponse((r) => new URL(r.url()).pathname === "/api/chat");
+    await card.locator("button.answer").click();
+    await answered;
+    await page.waitForFunction(() => document.querySelector("#messages")?.lastElementChild?.textContent?.includes("Hello, Ada!"));
+    await idle(page);
+    assert.equal(await card.getAttribute("data-answered"), "true");
+    assert.equal(await card.locator(".interrupt-answered").textContent(), "Answered: Ada");
+    assert.equal(await card.locator("button.answer").isDisabled(), true);
+    assert.equal(await page.locator(".msg.human").count(), 1, "the answer is shown in the card, not as a message");
+    assert.equal(await page.isHidden("#error"), true);
+  });
+
+  await t.test("a deep-agent tool approval shows the tool and arguments; approve, then reject with a reason, and the run goes on", async () => {
+    await page.selectOption("#agent", "scripted-deep-agent");
+    await idle(page);
+    await send(page, "Take a note");
+    const card = page.locator(".interrupt").nth(0);
+    await card.waitFor();
+    assert.equal(await card.locator(".approval-tool").textContent(), "Tool: write_file");
+    assert.deepEqual(JSON.parse((await card.locator(".approval-args").textContent()) ?? ""), { file_path: "/notes.md", content: "hello world\n" });
+    await page.screenshot({ path: new URL("chat-approval-desktop.png", ARTIFACTS).pathname, fullPage: true });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.screenshot({ path: new URL("chat-approval-phone.png", ARTIFACTS).pathname, fullPage: true });
+    await page.setViewportSize({ width: 1000, height: 760 });
+    await card.locator("button.approve").click();
+    await page.waitForFunction(() => document.querySelectorAll(".interrupt").length === 2);
+    await idle(page);
+    assert.equal(await card.locator(".interrupt-answered").textContent(), "Approved");
+    const second = page.locator(".interrupt").nth(1);
+    assert.equal(await second.locator(".approval-tool").textContent(), "Tool: edit_file");
+    await second.locator(".reject-reason").fill("not now");
+    await second.locator("button.reject").click();
+    await page.waitForFunction(() => document.querySelector("#messages")?.lastElementChild?.textContent?.includes("Done: the note says"));
+    await idle(page);
+    assert.equal(await second.locator(".interrupt-answered").textContent(), "Rejected: not now");
+    const tools = await page.locator("details.tool summary").allTextContents();
+    assert.deepEqual(tools, [
+      "Tool call: write_file",
+      "Tool result",
+      "Tool call: edit_file",
+      "Tool result",
+      "Tool call: read_file",
+      "Tool result",
+    ]);
+    assert.match((await page.locator("details.tool pre").nth(3).textContent()) ?? "", /not now/);
+    assert.equal(await page.isHidden("#error"), true);
   });
 
   await t.test("neither the page nor the network log ever carries the token, the user id or a feedback proof", async () => {
@@ -240,6 +500,171 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
   await page.close();
 });
 
+test("the chat page keeps a streaming answer when a connection drops (to agenthost, or the browser's own); dark mode", { skip: browserSkip }, async (t) => {
+  const proxy = new TcpProxy(Number(new URL(service.url).port));
+  await proxy.start();
+  const page2 = await startChatServer({ agenthostUrl: `http://127.0.0.1:${proxy.port}`, authSecret: TOKEN, userId: USER, host: "127.0.0.1", port: 0 });
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  try {
+    await t.test("the page server picks the stream up again where it left off; Stop still reaches the run", async () => {
+      await page.goto(`${page2.url}/?agent=stoppable-agent`);
+      await idle(page);
+      await page.fill("#input", "A long one, please");
+      await page.press("#input", "Enter");
+      await page.waitForFunction((partial) => document.querySelector(".msg.streaming")?.textContent?.includes(partial), PARTIAL_ANSWER);
+      const accepted = proxy.accepted;
+      proxy.reset();
+      // The resumable stream reconnects through the proxy (a new connection).
+      while (proxy.accepted === accepted) await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(await page.isHidden("#error"), true, "the dropped connection is not an error");
+      await page.click("#stop");
+      await page.waitForSelector(".msg.stopped .stopped-note");
+      await idle(page);
+      assert.equal(await page.isHidden("#error"), true);
+      assert.equal(await page.locator(".msg.stopped p").textContent(), PARTIAL_ANSWER, "no token lost or repeated");
+      assert.equal(await page.locator(".msg.stopped .stopped-note").textContent(), "Stopped");
+    });
+
+    await t.test("the browser follows the answer again when its own connection to the page drops", async () => {
+      const front = new TcpProxy(Number(new URL(page2.url).port));
+      await front.start();
+      try {
+        await page.goto(`http://127.0.0.1:${front.port}/?agent=stoppable-agent`);
+        await idle(page);
+        await page.fill("#input", "Keep going through a dropped connection");
+        await page.press("#input", "Enter");
+        await page.waitForFunction((partial) => document.querySelector(".msg.streaming")?.textContent?.includes(partial), PARTIAL_ANSWER);
+        const followed = page.waitForRequest((request) => new URL(request.url()).pathname === "/api/chat/follow");
+        front.reset();
+        const request = await followed;
+        assert.match(new URL(request.url()).searchParams.get("after") ?? "", /^[1-9]\d*$/);
+        await page.waitForFunction(() => !document.querySelector(".msg.streaming[data-reconnecting]"));
+        assert.equal(await page.isHidden("#error"), true);
+        await page.click("#stop");
+        await page.waitForSelector(".msg.stopped .stopped-note");
+        await idle(page);
+        assert.equal(await page.isHidden("#error"), true);
+        assert.equal(await page.locator(".msg.stopped p").textContent(), PARTIAL_ANSWER, "no token lost or repeated");
+      } finally {
+        await front.stop();
+      }
+    });
+
+    await t.test("dark mode follows prefers-color-scheme", async () => {
+      const background = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+      await page.emulateMedia({ colorScheme: "light" });
+      assert.equal(await background(), "rgb(255, 255, 255)");
+      await page.emulateMedia({ colorScheme: "dark" });
+      const [r, g, b] = ((await background()).match(/\d+/g) ?? []).map(Number);
+      assert.ok(r! < 60 && g! < 60 && b! < 60, `a dark background: ${await background()}`);
+      await mkdir(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: new URL("chat-dark-desktop.png", ARTIFACTS).pathname, fullPage: true });
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.screenshot({ path: new URL("chat-dark-phone.png", ARTIFACTS).pathname, fullPage: true });
+    });
+  } finally {
+    await page.close();
+    await page2.close();
+    await proxy.stop();
+  }
+});
+
+const PNG_1PX = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "base64");
+
+/** Drop or paste files on the page, as a browser does with a real DataTransfer. */
+async function dropOrPaste(page: Page, how: "drop" | "paste", files: { name: string; type: string; text: string }[]): Promise<void> {
+  await page.evaluate(
+    ({ how, files }) => {
+      const transfer = new DataTransfer();
+      for (const file of files) transfer.items.add(new File([file.text], file.name, { type: file.type }));
+      if (how === "drop") {
+        document.getElementById("messages")!.dispatchEvent(new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true }));
+      } else {
+        document.getElementById("input")!.dispatchEvent(new ClipboardEvent("paste", { clipboardData: transfer, bubbles: true, cancelable: true }));
+      }
+    },
+    { how, files },
+  );
+}
+
+test("attachments by picker, drop and paste, within the page's limits, shown in the bubble and in restored history", { skip: browserSkip }, async (t) => {
+  const page3 = await startChatServer({
+    agenthostUrl: service.url,
+    authSecret: TOKEN,
+    userId: USER,
+    host: "127.0.0.1",
+    port: 0,
+    maxAttachments: 2,
+    maxUploadBytes: 2048,
+  });
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  await page.addInitScript(teeChat);
+  try {
+    await t.test("two files go with the message as content blocks; a third and an oversized one are refused with a clear message", async () => {
+      await page.goto(`${page3.url}/?agent=chatbot-agent`);
+      await idle(page);
+      await page.setInputFiles("#file", [{ name: "dot.png", mimeType: "image/png", buffer: PNG_1PX }]);
+      await page.waitForSelector("#attachments .attachment img");
+      await dropOrPaste(page, "drop", [{ name: "notes.txt", type: "text/plain", text: "hello notes" }]);
+      await page.waitForFunction(() => document.querySelectorAll("#attachments .attachment").length === 2);
+      await dropOrPaste(page, "paste", [{ name: "third.txt", type: "text/plain", text: "one too many" }]);
+      await page.waitForSelector("#error:not([hidden])");
+      assert.equal(await page.textContent("#error"), "At most 2 attachments per message; third.txt was not added.");
+      await page.click("#attachments .attachment >> nth=1 >> button.remove");
+      await dropOrPaste(page, "paste", [{ name: "big.txt", type: "text/plain", text: "x".repeat(3000) }]);
+      await page.waitForFunction(() => /too large/.test(document.getElementById("error")!.textContent ?? ""));
+      assert.match((await page.textContent("#error")) ?? "", /^big\.txt \(3 KB\) is too large: the attachments of one message may hold 2 KB together\.$/);
+      await dropOrPaste(page, "paste", [{ name: "pasted.txt", type: "text/plain", text: "pasted text" }]);
+      await page.waitForFunction(() => document.querySelectorAll("#attachments .attachment").length === 2);
+      await page.screenshot({ path: new URL("chat-attachments-composer.png", ARTIFACTS).pathname, fullPage: true });
+      const events = await send(page, "What is in these?");
+      assert.match(events, /"type":"done"/);
+      assert.equal(await page.isHidden("#error"), true);
+      assert.equal(await page.isHidden("#attachments"), true);
+      const bubble = page.locator(".msg.human").last();
+      assert.equal(await bubble.locator(".text").textContent(), "What is in these?");
+      assert.equal(await bubble.locator("img").getAttribute("alt"), "dot.png");
+      assert.equal(await bubble.locator(".attachment").textContent(), "File: pasted.txt");
+      assert.equal((await page.locator(".msg.ai p").last().textContent())?.trim(), FAKE);
+    });
+
+    await t.test("the stored conversation holds the blocks, and reloading shows them again", async () => {
+      const thread = new URL(page.url()).searchParams.get("thread_id")!;
+      const stored = await fetch(`${service.url}/chatbot-agent/history?thread_id=${thread}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      const human = ((await stored.json()) as { messages: { type: string; content: unknown }[] }).messages[0]!;
+      assert.deepEqual(human.content, [
+        { type: "text", text: "What is in these?" },
+        { type: "image", base64: PNG_1PX.toString("base64"), mime_type: "image/png", filename: "dot.png" },
+        { type: "file", base64: Buffer.from("pasted text").toString("base64"), mime_type: "text/plain", filename: "pasted.txt" },
+      ]);
+      await page.reload();
+      await idle(page);
+      await page.waitForSelector(".msg.human img");
+      assert.equal(await page.locator(".msg.human .attachment").textContent(), "File: pasted.txt");
+      assert.equal(await page.evaluate(() => (document.querySelector(".msg.human img") as HTMLImageElement).naturalWidth), 1);
+      await page.screenshot({ path: new URL("chat-attachments-desktop.png", ARTIFACTS).pathname, fullPage: true });
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.screenshot({ path: new URL("chat-attachments-phone.png", ARTIFACTS).pathname, fullPage: true });
+    });
+
+    await t.test("the page server refuses more attachments than its limit with 413 and a clear body", async () => {
+      const block = { type: "file", base64: "aGk=", mime_type: "text/plain" };
+      const response = await fetch(`${page3.url}/api/chat`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ agent: "chatbot-agent", message: "", attachments: [block, block, block] }),
+      });
+      assert.equal(response.status, 413);
+      assert.equal(((await response.json()) as { error: { message: string } }).error.message, "at most 2 attachments per message");
+    });
+  } finally {
+    await page.close();
+    await page3.close();
+  }
+});
+
 /**
  * What the fake model cannot show: tool calls, Markdown, a run that fails, restoring a conversation
  * that spans two history pages, and feedback with the run's proof, from a scripted agenthost.
@@ -255,13 +680,16 @@ test("the chat page in Chromium against a scripted agenthost", { skip: browserSk
     "```js",
     "const x = 1 < 2;",
     "```",
-    "<script>window.__injected = true</script> [bad](javascript:alert(1)) [docs](https://example.test/docs)",
+    "<script>window.__injected = true</script>",
+    "",
+    "[bad](javascript:alert(1)) [docs](https://example.test/docs) <img src=x onerror=window.__injected=true>",
   ].join("\n");
   const toolCall = { type: "ai", content: "", thread_id: "t-md", run_id: "run-md", tool_calls: [{ name: "add", args: { a: 1, b: 2 }, id: "c1" }] };
   const toolResult = { type: "tool", content: "3", name: "add", tool_call_id: "c1", thread_id: "t-md", run_id: "run-md", tool_calls: [] };
   const final = { type: "ai", content: answer, thread_id: "t-md", run_id: "run-md", tool_calls: [], feedback_token: "proof-for-run-md" };
   const upstream = await startScriptedServer({
     "GET /info": (_req, res) => sendJson(res, 200, INFO),
+    "GET /chatbot-agent/threads": (_req, res) => sendJson(res, 200, { threads: [], total: 0, next_offset: null }),
     "GET /chatbot-agent/history": (req, res) => {
       const first = (req.query.get("offset") ?? "0") === "0";
       const human = { type: "human", content: "What is 1 + 2?", thread_id: "t-md", tool_calls: [] };
@@ -308,7 +736,7 @@ test("the chat page in Chromium against a scripted agenthost", { skip: browserSk
       const bubble = page.locator(".msg.ai").last();
       assert.equal(await bubble.locator("strong").textContent(), "Sum");
       assert.equal(await bubble.locator("li").count(), 2);
-      assert.equal(await bubble.locator("pre code").textContent(), "const x = 1 < 2;");
+      assert.equal((await bubble.locator("pre code").textContent())?.trim(), "const x = 1 < 2;");
       assert.equal(await bubble.locator("a").count(), 1);
       assert.equal(await bubble.locator("a").getAttribute("href"), "https://example.test/docs");
       assert.equal(await bubble.locator("script").count(), 0);
@@ -341,7 +769,7 @@ test("the chat page in Chromium against a scripted agenthost", { skip: browserSk
       await send(page, "please fail");
       await page.waitForSelector("#error:not([hidden])");
       assert.match((await page.textContent("#error")) ?? "", /^The run failed\. \(the agent run failed: The agent run failed\.\)$/);
-      assert.equal(await page.locator(".msg.ai").last().textContent(), "Half an answer");
+      assert.equal((await page.locator(".msg.ai").last().textContent())?.trim(), "Half an answer");
     });
 
     await t.test("the token, the user id and the proof never reach the browser", async () => {

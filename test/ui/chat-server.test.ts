@@ -16,7 +16,7 @@ let page: { url: string; close(): Promise<void> };
 
 before(async () => {
   upstream = await startScriptedServer({ "GET /info": (_req, res) => sendJson(res, 200, INFO) });
-  page = await startChatServer({ agenthostUrl: upstream.url, authSecret: TOKEN, userId: USER, host: "127.0.0.1", port: 0 });
+  page = await startChatServer({ agenthostUrl: upstream.url, authSecret: TOKEN, userId: USER, host: "127.0.0.1", port: 0 }, { reconnectGraceMs: 0 });
 });
 after(async () => {
   await page.close();
@@ -42,6 +42,11 @@ async function chatEvents(body: unknown): Promise<Record<string, unknown>[]> {
   return text.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
+/** Events without their sequence numbers and stream id (checked on their own). */
+function plain(events: Record<string, unknown>[]): Record<string, unknown>[] {
+  return events.map(({ seq: _seq, stream_id: _stream, ...rest }) => rest);
+}
+
 test("serves the page and its scripts with a strict content security policy", async () => {
   for (const [path, type] of [["/", "text/html"], ["/app.js", "text/javascript"], ["/markdown.js", "text/javascript"], ["/style.css", "text/css"]]) {
     const response = await fetch(page.url + path);
@@ -58,7 +63,8 @@ test("serves the page and its scripts with a strict content security policy", as
 
 test("/api/agents lists the agents from /info, fetched with the page's token", async () => {
   const response = await fetch(`${page.url}/api/agents`);
-  assert.deepEqual(await response.json(), INFO);
+  // With the attachment limits the page enforces (the defaults here).
+  assert.deepEqual(await response.json(), { ...INFO, limits: { max_attachments: 10, max_upload_bytes: 10 * 1024 * 1024 } });
   assert.equal(upstream.requests[0]?.headers.authorization, `Bearer ${TOKEN}`);
 });
 
@@ -70,7 +76,10 @@ test("/api/chat streams tokens and trimmed messages; the proof stays on the serv
     res.write(sseFrame({ type: "message", content: aiMessage("Hello", { feedback_token: "proof-1", usage_metadata: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } }) }));
     res.end(sseFrame("[DONE]"));
   });
-  const events = await chatEvents({ agent: "create-agent", message: "Hi there" });
+  const numbered = await chatEvents({ agent: "create-agent", message: "Hi there" });
+  assert.deepEqual(numbered.map((e) => e.seq), [1, 2, 3, 4, 5]);
+  assert.match(String(numbered[0]?.stream_id), /^[0-9a-f-]{36}$/);
+  const events = plain(numbered);
   const thread = events[0];
   assert.equal(thread?.type, "thread");
   assert.match(String(thread?.thread_id), /^[0-9a-f-]{36}$/);
@@ -87,6 +96,7 @@ test("/api/chat streams tokens and trimmed messages; the proof stays on the serv
     thread_id: thread?.thread_id,
     user_id: USER,
     stream_tokens: true,
+    stream_resumable: true,
   });
 
   // Feedback on that run carries the proof the server kept.
@@ -110,7 +120,7 @@ test("/api/chat keeps a given thread and reports agenthost's failures as error e
   upstream.route("POST /chatbot-agent/stream", (_req, res) =>
     sendJson(res, 503, { detail: "The worker is busy.", error_code: "service_busy" }, { "retry-after": "1" }),
   );
-  const events = await chatEvents({ agent: "chatbot-agent", thread_id: "t-7", message: "Hi" });
+  const events = plain(await chatEvents({ agent: "chatbot-agent", thread_id: "t-7", message: "Hi" }));
   assert.deepEqual(events, [
     { type: "thread", thread_id: "t-7" },
     {
@@ -124,32 +134,58 @@ test("/api/chat keeps a given thread and reports agenthost's failures as error e
     startSse(res);
     res.end(sseFrame({ type: "error", content: "The agent run failed.", error_code: "run_failed" }));
   });
-  const failed = await chatEvents({ agent: "chatbot-agent", thread_id: "t-7", message: "Hi" });
+  const failed = plain(await chatEvents({ agent: "chatbot-agent", thread_id: "t-7", message: "Hi" }));
   assert.deepEqual(failed.at(-1), {
     type: "error",
     error: { message: "the agent run failed: The agent run failed.", kind: "event", status: null, error_code: "run_failed", retry_after: null },
   });
 });
 
-test("closing the browser's request cancels the run's stream to agenthost", async () => {
+test("closing the browser's request mid-answer closes the stream to agenthost and stops the run there", async () => {
   let closed: Promise<void> | undefined;
   upstream.route("POST /chatbot-agent/stream", (req, res) => {
     closed = req.closed;
     startSse(res);
     res.write(sseFrame({ type: "token", content: "slow" }));
   });
+  upstream.route("POST /chatbot-agent/cancel", (req, res) => {
+    const body = JSON.parse(req.body) as { thread_id: string };
+    sendJson(res, 200, { thread_id: body.thread_id, cancelled: true, run_id: "run-slow" });
+  });
   const controller = new AbortController();
   const response = await fetch(`${page.url}/api/chat`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ agent: "chatbot-agent", message: "Hi" }),
+    body: JSON.stringify({ agent: "chatbot-agent", thread_id: "t-leave", message: "Hi" }),
     signal: controller.signal,
   });
   const reader = response.body!.getReader();
-  await reader.read();
-  await waitFor(() => closed !== undefined, "the stream request at agenthost");
+  const decoder = new TextDecoder();
+  let text = "";
+  while (!text.includes('"type":"token"')) text += decoder.decode((await reader.read()).value);
   controller.abort();
   await closed;
+  await waitFor(() => upstream.requests.some((r) => r.path === "/chatbot-agent/cancel"), "the cancel at agenthost");
+  const cancel = upstream.requests.find((r) => r.path === "/chatbot-agent/cancel")!;
+  assert.deepEqual(JSON.parse(cancel.body), { thread_id: "t-leave", user_id: USER });
+  assert.equal(cancel.headers.authorization, `Bearer ${TOKEN}`);
+});
+
+test("/api/chat/follow replays an answer after a given event, and knows no other answer", async () => {
+  upstream.route("POST /chatbot-agent/stream", (_req, res) => {
+    startSse(res);
+    res.write(sseFrame({ type: "token", content: "One" }));
+    res.write(sseFrame({ type: "token", content: " two" }));
+    res.end(sseFrame("[DONE]"));
+  });
+  const events = await chatEvents({ agent: "chatbot-agent", thread_id: "t-f", message: "Hi" });
+  const follow = await fetch(`${page.url}/api/chat/follow?stream_id=${String(events[0]?.stream_id)}&after=2`);
+  assert.equal(follow.status, 200);
+  const lines = (await follow.text()).trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+  assert.deepEqual(lines, [{ type: "token", content: " two", seq: 3 }, { type: "done", seq: 4 }]);
+  const unknown = await fetch(`${page.url}/api/chat/follow?stream_id=nope`);
+  assert.equal(unknown.status, 404);
+  assert.equal(((await unknown.json()) as { error: { message: string } }).error.message, "this answer is no longer available");
 });
 
 test("/api/history returns every page, for the configured user, trimmed", async () => {
@@ -166,11 +202,59 @@ test("/api/history returns every page, for the configured user, trimmed", async 
       { type: "human", content: "q", run_id: null, tool_calls: [] },
       { type: "ai", content: "a", run_id: "run-1", tool_calls: [] },
     ],
+    older: null,
   });
   assert.deepEqual(upstream.requests.map((r) => [r.query.get("thread_id"), r.query.get("user_id"), r.query.get("offset")]), [
     ["t", USER, "0"],
     ["t", USER, "1"],
   ]);
+});
+
+test("/api/history of a long conversation: the newest 50 first, then the page before a given position", async () => {
+  const TOTAL = 120;
+  upstream.route("GET /chatbot-agent/history", (req, res) => {
+    const offset = Number(req.query.get("offset"));
+    const limit = Number(req.query.get("limit"));
+    const end = Math.min(TOTAL, offset + limit);
+    const messages = Array.from({ length: end - offset }, (_, i) => ({ type: "human", content: `m${offset + i}`, thread_id: "t" }));
+    sendJson(res, 200, { messages, total: TOTAL, next_offset: end < TOTAL ? end : null });
+  });
+  const get = async (query: string) => {
+    const response = await fetch(`${page.url}/api/history?agent=chatbot-agent&thread_id=t${query}`);
+    return { status: response.status, body: (await response.json()) as { messages: { content: string }[]; older: number | null } };
+  };
+  const newest = await get("");
+  assert.equal(newest.status, 200);
+  assert.deepEqual([newest.body.messages.length, newest.body.messages[0]?.content, newest.body.messages.at(-1)?.content, newest.body.older], [50, "m70", "m119", 70]);
+  const before = await get("&before=70");
+  assert.deepEqual([before.body.messages.length, before.body.messages[0]?.content, before.body.older], [50, "m20", 20]);
+  const first = await get("&before=20");
+  assert.deepEqual([first.body.messages.length, first.body.messages[0]?.content, first.body.older], [20, "m0", null]);
+  assert.equal((await get("&before=-1")).status, 400);
+  assert.equal((await get("&before=ten")).status, 400);
+});
+
+test("/api/threads lists the user's conversations; /api/cancel and /api/clear act for the configured user", async () => {
+  upstream.route("GET /chatbot-agent/threads", (_req, res) =>
+    sendJson(res, 200, {
+      threads: [{ thread_id: "t1", title: "Hello", created_at: "2026-01-01T00:00:00Z", updated_at: "2026-01-02T00:00:00Z", message_count: 2 }],
+      total: 1,
+      next_offset: null,
+    }),
+  );
+  upstream.route("POST /chatbot-agent/cancel", (_req, res) => sendJson(res, 200, { thread_id: "t1", cancelled: false, run_id: null }));
+  upstream.route("DELETE /chatbot-agent/history/clear", (_req, res) => sendJson(res, 200, { status: "success" }));
+  const threads = await fetch(`${page.url}/api/threads?agent=chatbot-agent`);
+  assert.deepEqual(await threads.json(), { threads: [{ thread_id: "t1", title: "Hello", updated_at: "2026-01-02T00:00:00Z" }], next_offset: null });
+  const list = upstream.requests.find((r) => r.path === "/chatbot-agent/threads")!;
+  assert.deepEqual([list.query.get("user_id"), list.query.get("limit"), list.query.get("offset")], [USER, "30", "0"]);
+  assert.equal((await fetch(`${page.url}/api/threads`)).status, 400);
+  const stop = await post("/api/cancel", { agent: "chatbot-agent", thread_id: "t1" }, { origin: page.url });
+  assert.deepEqual(await stop.json(), { cancelled: false });
+  const clear = await post("/api/clear", { agent: "chatbot-agent", thread_id: "t1" }, { origin: page.url });
+  assert.equal(clear.status, 200);
+  assert.deepEqual(JSON.parse(upstream.requests.find((r) => r.path === "/chatbot-agent/history/clear")!.body), { thread_id: "t1", user_id: USER });
+  assert.equal((await post("/api/clear", { agent: "chatbot-agent" }, { origin: page.url })).status, 422);
 });
 
 test("agenthost's HTTP failures keep their status for the page's JSON calls", async () => {
@@ -190,7 +274,7 @@ test("refuses cross-site use of its token: JSON only, same origin only, bounded 
   assert.equal((await post("/api/feedback", { agent: "a", run_id: "r", score: 5 })).status, 422);
   assert.equal((await post("/api/chat", { agent: "a", message: "   " })).status, 422);
   assert.equal((await post("/api/chat", "{nope")).status, 400);
-  assert.equal((await post("/api/chat", { agent: "a", message: "x".repeat(600_000) })).status, 413);
+  assert.equal((await post("/api/chat", { agent: "a", message: "x".repeat(15 * 1024 * 1024) })).status, 413);
   assert.equal(upstream.requests.length, 0);
   const sameOrigin = await post("/api/feedback", { agent: "a", run_id: "r", score: 1 }, { origin: page.url });
   assert.notEqual(sameOrigin.status, 403);

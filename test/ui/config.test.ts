@@ -10,6 +10,8 @@ test("defaults: agenthost on 127.0.0.1:8080, the page on 127.0.0.1:8501, no toke
     userId: undefined,
     host: "127.0.0.1",
     port: 8501,
+    maxAttachments: 10,
+    maxUploadBytes: 10 * 1024 * 1024,
   });
 });
 
@@ -20,6 +22,8 @@ test("reads every variable; empty strings count as unset", () => {
     CHAT_UI_USER_ID: "alice",
     CHAT_UI_HOST: "0.0.0.0",
     CHAT_UI_PORT: "9000",
+    MULTIMODAL_MAX_ATTACHMENTS: "3",
+    CHAT_UI_MAX_UPLOAD_BYTES: "1000",
   });
   assert.deepEqual(config, {
     agenthostUrl: "https://agents.example.test:9443/base",
@@ -27,6 +31,8 @@ test("reads every variable; empty strings count as unset", () => {
     userId: "alice",
     host: "0.0.0.0",
     port: 9000,
+    maxAttachments: 3,
+    maxUploadBytes: 1000,
   });
   assert.ok(Object.isFrozen(config));
   assert.equal(loadChatUiConfig({ AUTH_SECRET: " ", CHAT_UI_PORT: "" }).authSecret, undefined);

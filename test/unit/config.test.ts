@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { availableCpus } from "../../src/config/available-cpus.ts";
 import { ConfigError, loadConfig } from "../../src/config/load.ts";
 
 const base = { AUTH_SECRET: "s3cret", USE_FAKE_MODEL: "true" };
@@ -45,6 +46,22 @@ test("defaults match the spec and the issue", () => {
   assert.deepEqual(c.AGENT_PATHS, []);
   assert.deepEqual(c.MODEL_CONFIGS, {});
   assert.ok(Object.isFrozen(c));
+});
+
+test("WEB_CONCURRENCY: one worker with the memory backend, the CPUs available with a shared one", () => {
+  assert.equal(loadConfig(base).WEB_CONCURRENCY, 1);
+  assert.equal(loadConfig({ ...base, MEMORY_BACKEND: "memory", WEB_CONCURRENCY: "1" }).WEB_CONCURRENCY, 1);
+  assert.equal(loadConfig({ ...base, MEMORY_BACKEND: "filedb" }).WEB_CONCURRENCY, availableCpus());
+  assert.equal(loadConfig({ ...base, MEMORY_BACKEND: "filedb", WEB_CONCURRENCY: "3" }).WEB_CONCURRENCY, 3);
+  for (const env of [{ WEB_CONCURRENCY: "2" }, { MEMORY_BACKEND: "memory", WEB_CONCURRENCY: "4" }]) {
+    assert.throws(
+      () => loadConfig({ ...base, ...env }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.problems.length === 1 &&
+        /^WEB_CONCURRENCY=\d with MEMORY_BACKEND=memory would split each conversation .* set MEMORY_BACKEND=filedb .* or WEB_CONCURRENCY=1$/.test(error.problems[0]!),
+    );
+  }
 });
 
 test("booleans accept true/false/1/0 and nothing else", () => {

@@ -18,8 +18,9 @@ export function admission(runtime: Runtime): RequestHandler {
       throw new ApiError("shutting_down");
     }
     const controller = new AbortController();
+    const scope = scopeOf(res);
     const onClose = () => {
-      if (!res.writableFinished) controller.abort(new RunAborted("client_disconnected"));
+      if (!res.writableFinished && !scope.outlives) controller.abort(new RunAborted("client_disconnected"));
     };
     res.on("close", onClose);
     const release = await runtime.admission.acquire(controller.signal);
@@ -40,11 +41,16 @@ export function admission(runtime: Runtime): RequestHandler {
       // connection so the slot is not held for it. (A stream still running ends itself on the abort.)
       if (res.writableEnded && !res.writableFinished) res.destroy();
     }, timeoutMs);
-    res.on("close", () => {
+    const settle = () => {
       clearTimeout(deadline);
       release();
+    };
+    res.on("close", () => {
+      // A resumable stream's run outlives its response (within the deadline).
+      if (scope.outlives) scope.outlives.then(settle, settle);
+      else settle();
     });
-    scopeOf(res).run = controller;
+    scope.run = controller;
     next();
   };
 }

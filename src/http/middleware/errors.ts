@@ -2,7 +2,7 @@ import type { ErrorRequestHandler, RequestHandler, Response } from "express";
 import { describeDatabaseFailure } from "../../checkpoints/database-errors.ts";
 import { ApiError } from "../api-error.ts";
 import { isReported, toApiError } from "../error-answer.ts";
-import { scopeOf } from "../request-scope.ts";
+import { scopeOf, type RequestScope } from "../request-scope.ts";
 
 export const notFound: RequestHandler = () => {
   throw new ApiError("not_found");
@@ -10,6 +10,8 @@ export const notFound: RequestHandler = () => {
 
 /** Render an ApiError as the response: status, its headers, `{detail, error_code?}`. */
 export function sendError(res: Response, error: ApiError): void {
+  const scope = scopeOf(res) as RequestScope | undefined;
+  if (scope) scope.errorCode = error.errorCode;
   res.status(error.status).set(error.headers).json(error.toBody());
 }
 

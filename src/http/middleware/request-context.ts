@@ -5,19 +5,25 @@ import { routeTemplate, type RequestScope } from "../request-scope.ts";
 
 export const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
-/** A request id, a child logger, and one JSON log line when the response closes. */
+/**
+ * A request id, a child logger, the request's span (tracing on), and one JSON log line when the
+ * response closes, with the error_code, run id and trace id when there are.
+ */
 export function requestContext(runtime: Runtime): RequestHandler {
+  const { metrics, tracing } = runtime;
   return (req, res, next) => {
     const incoming = req.get("x-request-id");
     const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    const scope: RequestScope = { requestId, logger: runtime.logger.child({ request_id: requestId }) };
+    const span = tracing?.startRequest(req);
+    // With tracing on, every line the request logs names its trace.
+    const bindings = span ? { request_id: requestId, trace_id: span.traceId } : { request_id: requestId };
+    const scope: RequestScope = { requestId, logger: runtime.logger.child(bindings) };
     res.locals.scope = scope;
     res.setHeader("x-request-id", requestId);
     const started = performance.now();
-    const { metrics } = runtime;
     metrics.activeRequests.inc();
     res.on("close", () => {
-      const route = routeTemplate(req);
+      const route = routeTemplate(req, scope);
       const seconds = (performance.now() - started) / 1000;
       metrics.activeRequests.dec();
       metrics.httpRequests.inc({ route, method: req.method, status: res.statusCode });
@@ -29,11 +35,15 @@ export function requestContext(runtime: Runtime): RequestHandler {
           status: res.statusCode,
           duration_ms: Math.round(seconds * 10_000) / 10,
           agent: scope.agent,
+          error_code: scope.errorCode,
+          run_id: scope.runId,
           completed: res.writableFinished,
         },
         "request",
       );
+      span?.end({ route, method: req.method, status: res.statusCode, errorCode: scope.errorCode, runId: scope.runId });
     });
-    next();
+    if (span) span.within(next);
+    else next();
   };
 }

@@ -21,10 +21,23 @@ const page = `<!doctype html>
 
 const init = `window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#reference", deepLinking: true });`;
 
-/** /openapi.json and the interactive /docs page; public, they describe the API and hold no data. */
+/** What `GET /` answers: where to read on. Public, like the reference; it holds no data. */
+export const ROOT_POINTER = Object.freeze({
+  service: "agenthost",
+  docs: "/docs",
+  openapi: "/openapi.json",
+  info: "/info",
+  health: "/health/ready",
+  auth: "every route but /, /docs, /openapi.json and /health/* needs Authorization: Bearer <token>",
+});
+
+/** `/` (a pointer to the rest), /openapi.json and the interactive /docs page; public, they describe the API and hold no data. */
 export function docsRoutes(): Router {
   const document = JSON.stringify(buildOpenApiDocument());
   const router = Router();
+  router.get("/", (_req, res) => {
+    res.json(ROOT_POINTER);
+  });
   router.get("/openapi.json", (_req, res) => {
     res.type("application/json").send(document);
   });

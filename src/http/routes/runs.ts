@@ -5,8 +5,8 @@ import type { Conversation } from "../../conversations/conversation-service.ts";
 import type { RunStream, UnderLock } from "../../conversations/turns.ts";
 import { aimResume, prepareResume, resumeFromInput } from "../../runs/interrupts.ts";
 import { prepareRun } from "../../runs/prepare.ts";
-import type { Logger } from "../../observability/logger.ts";
-import { countedRun } from "../run-report.ts";
+import type { RequestScope } from "../request-scope.ts";
+import { countedRun, startRun } from "../run-report.ts";
 import type { Handlers, RouteServices } from "./services.ts";
 
 interface Asked<B> {
@@ -14,6 +14,7 @@ interface Asked<B> {
   readonly body: B;
   readonly principal: Principal;
   readonly run: AbortController;
+  readonly announceRun: (runId: string) => void;
 }
 
 /**
@@ -23,7 +24,7 @@ interface Asked<B> {
  */
 export function runHandlers(services: RouteServices): Pick<Handlers, "invoke" | "stream" | "streamJsonl" | "resume" | "resumeStream" | "resumeStreamJsonl"> {
   const { runtime, conversations, turns } = services;
-  const { config, metrics, models } = runtime;
+  const { config, metrics, models, tracing } = runtime;
 
   /**
    * With CHECK_INTERRUPTS on, an ordinary run on a paused conversation answers its interrupts
@@ -33,35 +34,41 @@ export function runHandlers(services: RouteServices): Pick<Handlers, "invoke" | 
   const answerPending = (conversation: Conversation, input: InvokeRequest["input"]): UnderLock | undefined =>
     config.CHECK_INTERRUPTS && !conversation.created ? (run, head) => resumeFromInput(run, head, input) : undefined;
 
-  const newTurn = ({ agent, body, principal }: Asked<InvokeRequest>) => {
+  const newTurn = ({ agent, body, principal, announceRun }: Asked<InvokeRequest>) => {
     const conversation = conversations.resolve(principal, agent, body);
     const run = prepareRun(config, conversation, principal, body, models);
+    announceRun(run.runId);
     return { conversation, run, underLock: answerPending(conversation, body.input) };
   };
 
-  const resumeTurn = ({ agent, body, principal }: Asked<ResumeRequest>) => {
+  const resumeTurn = ({ agent, body, principal, announceRun }: Asked<ResumeRequest>) => {
     const conversation = conversations.resolve(principal, agent, body);
     const run = prepareResume(config, conversation, principal);
+    announceRun(run.runId);
     const underLock: UnderLock = (prepared, head) => aimResume(prepared, head, body);
     return { conversation, run, underLock };
   };
 
-  const streamed = (asked: Asked<InvokeRequest & { stream_tokens: boolean }>): Promise<RunStream> => {
-    const { conversation, run, underLock } = newTurn(asked);
-    return turns.stream(conversation, run, asked.run, asked.body.stream_tokens, underLock);
-  };
-
-  const resumeStreamed = (asked: Asked<ResumeRequest & { stream_tokens: boolean }>): Promise<RunStream> => {
-    const { conversation, run, underLock } = resumeTurn(asked);
-    return turns.stream(conversation, run, asked.run, asked.body.stream_tokens, underLock);
+  /** A turn as events; with tracing on, the graph runs under the run's span (the same stream, its events bound to the span). */
+  const eventsOf = (asked: Asked<{ stream_tokens: boolean }> & { readonly scope: RequestScope }, turn: ReturnType<typeof newTurn>): Promise<RunStream> => {
+    const { conversation, run, underLock } = turn;
+    const started = startRun(tracing, asked.scope, run, () => turns.stream(conversation, run, asked.run, asked.body.stream_tokens, underLock));
+    if (!tracing) return started;
+    return started.then((stream) => {
+      const trace = asked.scope.runTrace!;
+      return Object.create(stream, { events: { value: trace.bindEvents(stream.events) } }) as RunStream;
+    });
   };
 
   /** A turn run to the end, answered with its final message and counted. */
-  const answered = async (asked: { readonly run: AbortController; readonly logger: Logger }, turn: ReturnType<typeof newTurn>) => {
+  const answered = async (asked: { readonly run: AbortController; readonly scope: RequestScope }, turn: ReturnType<typeof newTurn>) => {
     const { conversation, run, underLock } = turn;
-    const answer = turns.invoke(conversation, run, asked.run, underLock);
-    return { status: 200 as const, body: await countedRun(metrics, asked.logger, run.agent.name, answer) };
+    const answer = startRun(tracing, asked.scope, run, () => turns.invoke(conversation, run, asked.run, underLock));
+    return { status: 200 as const, body: await countedRun(metrics, asked.scope, run, answer) };
   };
+
+  const streamed = (asked: Asked<InvokeRequest & { stream_tokens: boolean }> & { readonly scope: RequestScope }) => eventsOf(asked, newTurn(asked));
+  const resumeStreamed = (asked: Asked<ResumeRequest & { stream_tokens: boolean }> & { readonly scope: RequestScope }) => eventsOf(asked, resumeTurn(asked));
 
   return {
     invoke: (asked) => answered(asked, newTurn(asked)),

@@ -1,5 +1,7 @@
 import type { ConversationService } from "../../conversations/conversation-service.ts";
 import type { ConversationHistory } from "../../conversations/history.ts";
+import type { ConversationList } from "../../conversations/thread-list.ts";
+import type { RunControl } from "../../conversations/run-control.ts";
 import type { Turns } from "../../conversations/turns.ts";
 import type { Runtime } from "../../runtime.ts";
 import type { HandlersOf } from "../operation.ts";
@@ -11,6 +13,8 @@ export interface RouteServices {
   readonly conversations: ConversationService;
   readonly turns: Turns;
   readonly history: ConversationHistory;
+  readonly threads: ConversationList;
+  readonly runControl: RunControl;
 }
 
 /** A handler for every operation of the route table. */

@@ -2,27 +2,18 @@ import { randomBytes } from "node:crypto";
 import type { Serialized } from "@langchain/core/load/serializable";
 import type { ChainValues } from "@langchain/core/utils/types";
 import { context, trace, TraceFlags } from "@opentelemetry/api";
-import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider } from "@opentelemetry/sdk-trace-base";
 import { LangfuseClient } from "@langfuse/client";
 import { CallbackHandler } from "@langfuse/langchain";
 import { LangfuseSpanProcessor } from "@langfuse/otel";
 import { getLangfuseTracerProvider, setLangfuseTracerProvider } from "@langfuse/tracing";
 import type { LangfuseConfig } from "../../config/schema.ts";
+import { ensureContextManager } from "../otel-context.ts";
 import { DELIVERY_TIMEOUT_MS, type FeedbackRecord, type ObservabilityBackend } from "./types.ts";
 
 /** Langfuse trace ids are 32 lowercase hex digits: the run's UUID without dashes. */
 export function langfuseTraceId(runId: string): string {
   return runId.replace(/-/g, "").toLowerCase();
-}
-
-let contextManagerInstalled = false;
-
-/** Langfuse carries trace attributes (user, session) in the OpenTelemetry context. */
-function ensureContextManager(): void {
-  if (contextManagerInstalled) return;
-  contextManagerInstalled = true;
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 }
 
 /**
@@ -62,6 +53,7 @@ export function createLangfuseBackend(config: LangfuseConfig): ObservabilityBack
     baseUrl: (config.LANGFUSE_BASE_URL ?? "https://cloud.langfuse.com").replace(/\/+$/, ""),
   };
 
+  // Langfuse carries trace attributes (user, session) in the OpenTelemetry context.
   ensureContextManager();
   const processor = new LangfuseSpanProcessor({ ...credentials, mediaUploadEnabled: false, timeout: DELIVERY_TIMEOUT_MS / 1000 });
   const provider = new BasicTracerProvider({ spanProcessors: [processor] });

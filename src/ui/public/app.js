@@ -1,7 +1,7 @@
-/* global document, window, history, location */
+/* global document, window, history, location, IntersectionObserver */
 // The chat page's browser code: no framework, no build. It talks only to the page's own server
 // (/api/...), which holds the agenthost token and user id; nothing secret reaches this script.
-import { renderMarkdown } from "/markdown.js";
+import { MarkdownStream, renderMarkdown } from "/markdown.js";
 
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const els = {
@@ -13,9 +13,40 @@ const els = {
   input: /** @type {HTMLTextAreaElement} */ ($("input")),
   send: /** @type {HTMLButtonElement} */ ($("send")),
   newChat: /** @type {HTMLButtonElement} */ ($("new-chat")),
+  stop: /** @type {HTMLButtonElement} */ ($("stop")),
+  retry: /** @type {HTMLButtonElement} */ ($("retry")),
+  older: /** @type {HTMLButtonElement} */ ($("older")),
+  threadList: $("thread-list"),
+  moreThreads: /** @type {HTMLButtonElement} */ ($("more-threads")),
+  threadsEmpty: $("threads-empty"),
+  deleteChat: /** @type {HTMLButtonElement} */ ($("delete-chat")),
+  confirmDelete: /** @type {HTMLDialogElement} */ ($("confirm-delete")),
+  toggleSidebar: /** @type {HTMLButtonElement} */ ($("toggle-sidebar")),
+  attach: /** @type {HTMLButtonElement} */ ($("attach")),
+  file: /** @type {HTMLInputElement} */ ($("file")),
+  attachments: $("attachments"),
 };
 
-const state = { agents: [], agent: "", threadId: /** @type {string | null} */ (null), running: null };
+const state = {
+  agents: [],
+  agent: "",
+  threadId: /** @type {string | null} */ (null),
+  /** The stream being read: its AbortController (aborting stops reading, not the run). */
+  running: /** @type {AbortController | null} */ (null),
+  /** Where the page of history before the shown ones ends; null when the start is shown. */
+  older: /** @type {number | null} */ (null),
+  threads: [],
+  threadsNext: /** @type {number | null} */ (null),
+  /** What to do on Retry. */
+  retry: /** @type {(() => void) | null} */ (null),
+  retryTimer: 0,
+  /** Counts page loads of a conversation, so a slow answer for an older one is dropped. */
+  generation: 0,
+  /** What the page server lets one message carry. */
+  limits: { max_attachments: 10, max_upload_bytes: 10 * 1024 * 1024 },
+  /** Files chosen for the next message: content blocks, with their size. */
+  attachments: /** @type {{ type: string, base64: string, mime_type: string, filename: string, size: number }[]} */ ([]),
+};
 
 // ---- rendering -------------------------------------------------------------------------------
 
@@ -37,6 +68,7 @@ function element(tag, className, text) {
 function toolCallsView(calls) {
   return calls.map((call) => {
     const details = element("details", "tool");
+    if (typeof call.id === "string") details.dataset.callId = call.id;
     details.append(element("summary", "", `Tool call: ${call.name ?? "tool"}`));
     details.append(element("pre", "", JSON.stringify(call.args ?? {}, null, 2)));
     return details;
@@ -86,11 +118,190 @@ function feedbackView(runId) {
   return box;
 }
 
+/** A media block as the page shows it: an image from its bytes, else a chip with its name. */
+function mediaView(block) {
+  const bytes = block.base64 ?? block.data;
+  if (block.type === "image" && typeof bytes === "string" && /^image\//.test(block.mime_type ?? "")) {
+    const image = /** @type {HTMLImageElement} */ (element("img"));
+    image.src = `data:${block.mime_type};base64,${bytes}`;
+    image.alt = block.filename ?? "image";
+    return image;
+  }
+  return element("span", "attachment", `${block.type === "image" ? "Image" : "File"}: ${block.filename ?? block.mime_type ?? block.url ?? block.type}`);
+}
+
+function humanView(content) {
+  const bubble = element("div", "msg human");
+  if (!Array.isArray(content)) {
+    bubble.textContent = typeof content === "string" ? content : "";
+    return bubble;
+  }
+  for (const block of content) {
+    if (block?.type === "text") bubble.append(element("div", "text", block.text ?? ""));
+    else if (block && typeof block === "object") bubble.append(mediaView(block));
+  }
+  return bubble;
+}
+
+// ---- attachments -----------------------------------------------------------------------------
+
+function formatBytes(bytes) {
+  if (bytes >= 1024 * 1024) return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+  if (bytes >= 1024) return `${Math.round(bytes / 1024)} KB`;
+  return `${bytes} bytes`;
+}
+
+function readBase64(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(String(reader.result).replace(/^data:[^,]*,/, ""));
+    reader.onerror = () => reject(reader.error ?? new Error(`${file.name} cannot be read.`));
+    reader.readAsDataURL(file);
+  });
+}
+
+/** Add files (picker, drop, paste) to the next message, within the page server's limits. */
+async function addFiles(files) {
+  const { max_attachments: most, max_upload_bytes: bytes } = state.limits;
+  for (const file of files) {
+    if (state.attachments.length >= most) {
+      showError(new Error(`At most ${most} attachment${most === 1 ? "" : "s"} per message; ${file.name} was not added.`));
+      break;
+    }
+    const used = state.attachments.reduce((sum, a) => sum + a.size, 0);
+    if (used + file.size > bytes) {
+      showError(new Error(`${file.name} (${formatBytes(file.size)}) is too large: the attachments of one message may hold ${formatBytes(bytes)} together.`));
+      continue;
+    }
+    const mime = file.type || "application/octet-stream";
+    try {
+      const base64 = await readBase64(file);
+      state.attachments.push({ type: mime.startsWith("image/") ? "image" : "file", base64, mime_type: mime, filename: file.name || "attachment", size: file.size });
+    } catch (error) {
+      showError(error);
+    }
+  }
+  showAttachments();
+}
+
+function showAttachments() {
+  els.attachments.replaceChildren(...state.attachments.map((item, index) => {
+    const chip = element("span", "attachment");
+    chip.append(item.type === "image" ? mediaView(item) : element("span", "kind", "File:"));
+    chip.append(element("span", "name", item.filename));
+    const remove = element("button", "remove", "×");
+    remove.type = "button";
+    remove.setAttribute("aria-label", `Remove ${item.filename}`);
+    remove.addEventListener("click", () => {
+      state.attachments.splice(index, 1);
+      showAttachments();
+    });
+    chip.append(remove);
+    return chip;
+  }));
+  els.attachments.hidden = state.attachments.length === 0;
+}
+
+function bindAttachments() {
+  els.attach.addEventListener("click", () => els.file.click());
+  els.file.addEventListener("change", () => {
+    void addFiles([...(els.file.files ?? [])]).then(() => (els.file.value = ""));
+  });
+  const hasFiles = (event) => [...(event.dataTransfer?.types ?? [])].includes("Files");
+  document.addEventListener("dragover", (event) => {
+    if (!hasFiles(event)) return;
+    event.preventDefault();
+    document.body.classList.add("dragging");
+  });
+  document.addEventListener("dragleave", (event) => {
+    if (event.relatedTarget === null) document.body.classList.remove("dragging");
+  });
+  document.addEventListener("drop", (event) => {
+    document.body.classList.remove("dragging");
+    if (!hasFiles(event)) return;
+    event.preventDefault();
+    void addFiles([...(event.dataTransfer?.files ?? [])]);
+  });
+  els.input.addEventListener("paste", (event) => {
+    const files = [...(event.clipboardData?.files ?? [])];
+    if (files.length === 0) return;
+    event.preventDefault();
+    void addFiles(files);
+  });
+}
+
+/** The question one pending interrupt asks, as text. */
+function interruptText(value) {
+  if (typeof value === "string") return value;
+  for (const key of ["question", "message", "text", "prompt", "description"]) {
+    if (value && typeof value[key] === "string") return value[key];
+  }
+  return "The agent is waiting for input.";
+}
+
+/**
+ * What a paused run asks: each tool approval (tool and arguments) with Approve and Reject (with a
+ * reason), or a question with an answer box. The answer is sent as the conversation's next message,
+ * which the service reads as the resume value ("approve", "reject: why", or the answer's text).
+ */
+function interruptView(interrupts) {
+  const card = element("div", "interrupt");
+  const controls = [];
+  const answer = (text, shown) => {
+    for (const control of controls) control.disabled = true;
+    card.dataset.answered = "true";
+    card.append(element("p", "interrupt-answered", shown));
+    void send(text, { echo: false });
+  };
+  const approvals = interrupts.flatMap((item) => item?.value?.actionRequests ?? []);
+  if (approvals.length > 0) {
+    card.append(element("p", "interrupt-title", approvals.length === 1 ? "Approval needed" : `${approvals.length} approvals needed`));
+    for (const action of approvals) {
+      const box = element("div", "approval");
+      box.append(element("div", "approval-tool", `Tool: ${action.name ?? "tool"}`));
+      box.append(element("pre", "approval-args", JSON.stringify(action.args ?? {}, null, 2)));
+      card.append(box);
+    }
+    const approve = element("button", "approve", "Approve");
+    const reason = /** @type {HTMLInputElement} */ (element("input", "reject-reason"));
+    reason.placeholder = "Reason (optional)";
+    reason.setAttribute("aria-label", "Reason for rejecting");
+    const reject = element("button", "reject", "Reject");
+    approve.type = reject.type = "button";
+    approve.addEventListener("click", () => answer("approve", "Approved"));
+    reject.addEventListener("click", () => {
+      const why = reason.value.trim();
+      answer(why ? `reject: ${why}` : "reject", why ? `Rejected: ${why}` : "Rejected");
+    });
+    const row = element("div", "interrupt-controls");
+    row.append(approve, reason, reject);
+    controls.push(approve, reason, reject);
+    card.append(row);
+  } else {
+    for (const item of interrupts) card.append(element("p", "interrupt-question", interruptText(item?.value)));
+    const input = /** @type {HTMLInputElement} */ (element("input", "interrupt-answer"));
+    input.placeholder = "Your answer";
+    input.setAttribute("aria-label", "Your answer");
+    const submit = element("button", "answer", "Answer");
+    submit.type = "button";
+    const go = () => input.value.trim() && answer(input.value.trim(), `Answered: ${input.value.trim()}`);
+    submit.addEventListener("click", go);
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") go();
+    });
+    const row = element("div", "interrupt-controls");
+    row.append(input, submit);
+    controls.push(input, submit);
+    card.append(row);
+  }
+  return card;
+}
+
 /** One message as nodes: collapsed tool calls and results, a Markdown answer with feedback. */
 function messageView(message) {
   const nodes = [];
   if (message.type === "human") {
-    nodes.push(element("div", "msg human", textOf(message.content)));
+    nodes.push(humanView(message.content));
     return nodes;
   }
   if (message.type === "tool") {
@@ -100,16 +311,39 @@ function messageView(message) {
     nodes.push(details);
     return nodes;
   }
+  if (Array.isArray(message.interrupts) && message.interrupts.length > 0) {
+    nodes.push(interruptView(message.interrupts));
+    return nodes;
+  }
   const calls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
   nodes.push(...toolCallsView(calls));
   const text = textOf(message.content);
   if (text.trim() !== "") {
     const bubble = element("div", `msg ${message.type === "ai" ? "ai" : "other"}`);
-    bubble.innerHTML = renderMarkdown(text);
+    bubble.append(...renderMarkdown(text));
     if (message.type === "ai" && calls.length === 0 && message.run_id) bubble.append(feedbackView(message.run_id));
     nodes.push(bubble);
   }
   return nodes;
+}
+
+/** A tool-call message whose calls are all on the page already. */
+function alreadyShown(message) {
+  const calls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
+  if (calls.length === 0 || textOf(message.content).trim() !== "") return false;
+  const shown = new Set([...els.messages.querySelectorAll("details.tool[data-call-id]")].map((node) => /** @type {HTMLElement} */ (node).dataset.callId));
+  return calls.every((call) => shown.has(call.id));
+}
+
+/** Only the last paused-run card of a conversation can still be answered. */
+function disableOldInterrupts() {
+  const cards = [...els.messages.querySelectorAll(".interrupt")];
+  const last = els.messages.lastElementChild;
+  for (const card of cards) {
+    if (card === last) continue;
+    card.dataset.answered = "true";
+    for (const control of card.querySelectorAll("button, input")) /** @type {HTMLInputElement} */ (control).disabled = true;
+  }
 }
 
 function scrollDown() {
@@ -123,6 +357,14 @@ class PageError extends Error {
     super(info.message);
     this.info = info;
   }
+}
+
+/** Retry-After as seconds: a number of seconds or an HTTP date. */
+function retrySeconds(value) {
+  if (!value) return 0;
+  if (/^\d+$/.test(value)) return Number(value);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? 0 : Math.max(0, Math.ceil((at - Date.now()) / 1000));
 }
 
 function describe(info) {
@@ -144,16 +386,35 @@ function describe(info) {
   }
 }
 
-function showError(error) {
+/**
+ * Show a failure; with `retry`, a Retry button that does it again, held back for the Retry-After a
+ * 503 named (it counts down).
+ */
+function showError(error, retry = null) {
   const info = error instanceof PageError ? error.info : { message: String(error?.message ?? error) };
+  clearError();
   els.error.textContent = describe(info);
   els.error.dataset.status = info.status == null ? "" : String(info.status);
   els.error.hidden = false;
+  if (!retry) return;
+  state.retry = retry;
+  els.retry.hidden = false;
+  let wait = info.status === 503 ? retrySeconds(info.retry_after) : 0;
+  const tick = () => {
+    els.retry.disabled = wait > 0;
+    els.retry.textContent = wait > 0 ? `Retry in ${wait} s` : "Retry";
+    if (wait-- > 0) state.retryTimer = window.setTimeout(tick, 1000);
+  };
+  tick();
 }
 
 function clearError() {
+  window.clearTimeout(state.retryTimer);
+  state.retry = null;
+  els.retry.hidden = true;
   els.error.hidden = true;
   els.error.textContent = "";
+  delete els.error.dataset.status;
 }
 
 // ---- server calls ----------------------------------------------------------------------------
@@ -187,7 +448,7 @@ async function* events(response) {
   }
 }
 
-// ---- conversation ----------------------------------------------------------------------------
+// ---- conversations ---------------------------------------------------------------------------
 
 function setBusy(busy) {
   document.body.dataset.state = busy ? "busy" : "idle";
@@ -195,10 +456,22 @@ function setBusy(busy) {
   els.agent.disabled = busy;
 }
 
+function setStreaming(streaming) {
+  els.send.hidden = streaming;
+  els.stop.hidden = !streaming;
+  els.stop.disabled = false;
+}
+
 function updateUrl() {
   const params = new URLSearchParams({ agent: state.agent });
   if (state.threadId) params.set("thread_id", state.threadId);
   history.replaceState(null, "", `?${params}`);
+  els.deleteChat.disabled = !state.threadId;
+  for (const item of els.threadList.querySelectorAll("button.thread")) {
+    const current = /** @type {HTMLElement} */ (item).dataset.threadId === state.threadId;
+    if (current) item.setAttribute("aria-current", "true");
+    else item.removeAttribute("aria-current");
+  }
 }
 
 function showAgentDescription() {
@@ -206,99 +479,298 @@ function showAgentDescription() {
   els.description.textContent = agent?.description ?? "";
 }
 
-function newChat() {
+function threadItem(thread) {
+  const item = element("li");
+  const button = element("button", "thread");
+  button.type = "button";
+  button.dataset.threadId = thread.thread_id;
+  button.append(element("span", "thread-title", thread.title?.trim() || "Untitled conversation"));
+  const when = new Date(thread.updated_at);
+  button.append(element("span", "thread-time", Number.isNaN(when.getTime()) ? "" : when.toLocaleString()));
+  button.title = thread.title ?? "";
+  button.addEventListener("click", () => {
+    document.body.dataset.sidebar = "closed";
+    void openThread(thread.thread_id);
+  });
+  item.append(button);
+  return item;
+}
+
+/**
+ * The agent's conversations, newest first: the first page again, or the next one (`more`). A
+ * `quiet` refresh (after an answer) that fails leaves the list as it was and the shown error alone.
+ */
+async function loadThreads(more = false, quiet = false) {
+  const agent = state.agent;
+  const params = new URLSearchParams({ agent });
+  if (more && state.threadsNext !== null) params.set("offset", String(state.threadsNext));
+  try {
+    const page = await api(`/api/threads?${params}`);
+    if (agent !== state.agent) return;
+    state.threads = more ? [...state.threads, ...page.threads] : page.threads;
+    state.threadsNext = page.next_offset;
+    els.threadList.replaceChildren(...state.threads.map(threadItem));
+    els.moreThreads.hidden = page.next_offset === null;
+    els.threadsEmpty.hidden = state.threads.length > 0;
+    els.threadList.dataset.loaded = String(Date.now());
+    updateUrl();
+  } catch (error) {
+    if (!quiet) showError(error, () => void loadThreads(more));
+  }
+}
+
+function stopReading() {
   state.running?.abort();
+  state.running = null;
+}
+
+function newChat() {
+  stopReading();
+  state.generation++;
   state.threadId = null;
+  state.older = null;
+  els.older.hidden = true;
   els.messages.replaceChildren();
   clearError();
   updateUrl();
   els.input.focus();
 }
 
-/** Show the conversation named in the URL. It stays the current one even if its history cannot be read. */
-async function restore(threadId) {
+/** Open a conversation: its newest page of messages; earlier pages come on scrolling up. */
+async function openThread(threadId) {
+  stopReading();
+  const generation = ++state.generation;
   state.threadId = threadId;
+  state.older = null;
+  els.older.hidden = true;
+  els.messages.replaceChildren();
+  clearError();
+  updateUrl();
   setBusy(true);
   try {
     const params = new URLSearchParams({ agent: state.agent, thread_id: threadId });
-    const { messages } = await api(`/api/history?${params}`);
-    els.messages.replaceChildren(...messages.flatMap(messageView));
+    const page = await api(`/api/history?${params}`);
+    if (generation !== state.generation) return;
+    els.messages.replaceChildren(...page.messages.flatMap(messageView));
+    disableOldInterrupts();
+    state.older = page.older;
+    els.older.hidden = page.older === null;
     scrollDown();
   } catch (error) {
-    showError(error);
+    if (generation === state.generation) showError(error, () => void openThread(threadId));
   } finally {
-    setBusy(false);
+    if (generation === state.generation) setBusy(false);
   }
 }
 
-async function send(text) {
+let loadingOlder = false;
+
+/** Put the page of messages before the shown ones on top, keeping what the reader sees in place. */
+async function loadOlder() {
+  if (loadingOlder || state.older === null || !state.threadId) return;
+  loadingOlder = true;
+  const generation = state.generation;
+  try {
+    const params = new URLSearchParams({ agent: state.agent, thread_id: state.threadId, before: String(state.older) });
+    const page = await api(`/api/history?${params}`);
+    if (generation !== state.generation) return;
+    const scroller = document.scrollingElement ?? document.documentElement;
+    const fromBottom = scroller.scrollHeight - scroller.scrollTop;
+    els.messages.prepend(...page.messages.flatMap(messageView));
+    disableOldInterrupts();
+    scroller.scrollTop = scroller.scrollHeight - fromBottom;
+    state.older = page.older;
+    els.older.hidden = page.older === null;
+  } catch (error) {
+    showError(error, () => void loadOlder());
+  } finally {
+    loadingOlder = false;
+  }
+}
+
+async function deleteChat() {
+  if (!state.threadId) return;
+  els.confirmDelete.returnValue = "";
+  els.confirmDelete.showModal();
+  const choice = await new Promise((resolve) => {
+    els.confirmDelete.addEventListener("close", () => resolve(els.confirmDelete.returnValue), { once: true });
+  });
+  if (choice !== "delete" || !state.threadId) return;
+  const threadId = state.threadId;
+  try {
+    await api("/api/clear", { agent: state.agent, thread_id: threadId });
+    newChat();
+    await loadThreads();
+  } catch (error) {
+    showError(error);
+  }
+}
+
+async function stopRun() {
+  if (!state.threadId || !state.running) return;
+  els.stop.disabled = true;
+  try {
+    await api("/api/cancel", { agent: state.agent, thread_id: state.threadId });
+  } catch (error) {
+    els.stop.disabled = false;
+    showError(error);
+  }
+}
+
+/**
+ * Send a message and show the answer as it streams in. An answer to a paused run (`echo: false`) is
+ * shown in its card rather than as a message of its own, as the service does not record it as one.
+ */
+async function send(text, { echo = true, attachments = [] } = {}) {
   clearError();
-  els.messages.append(...messageView({ type: "human", content: text }));
-  const pending = element("div", "msg ai streaming");
-  let streamed = "";
+  stopReading();
+  disableOldInterrupts();
+  const blocks = [...(text ? [{ type: "text", text }] : []), ...attachments];
+  const human = echo ? messageView({ type: "human", content: attachments.length ? blocks : text }) : [];
+  els.messages.append(...human);
+  let pending = element("div", "msg ai streaming");
+  let stream = new MarkdownStream(pending);
   let answered = false;
+  let stopped = false;
   els.messages.append(pending);
   scrollDown();
   const controller = new AbortController();
   state.running = controller;
+  const generation = state.generation;
   setBusy(true);
+  setStreaming(true);
+  const fresh = () => {
+    const next = element("div", "msg ai streaming");
+    pending.replaceWith(next);
+    pending = next;
+    stream = new MarkdownStream(pending);
+  };
   try {
-    const response = await fetch("/api/chat", {
+    let response = await fetch("/api/chat", {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ agent: state.agent, thread_id: state.threadId ?? undefined, message: text }),
+      body: JSON.stringify({
+        agent: state.agent,
+        thread_id: state.threadId ?? undefined,
+        message: text,
+        ...(attachments.length ? { attachments: attachments.map(({ type, base64, mime_type, filename }) => ({ type, base64, mime_type, filename })) } : {}),
+      }),
       signal: controller.signal,
     });
     if (!response.ok) {
       const data = await response.json().catch(() => ({}));
       throw new PageError(data.error ?? { message: `The chat page answered ${response.status}.`, status: response.status });
     }
-    for await (const event of events(response)) {
+    const handle = (event) => {
       if (event.type === "thread") {
         state.threadId = event.thread_id;
         updateUrl();
       } else if (event.type === "token") {
-        streamed += event.content;
-        pending.innerHTML = renderMarkdown(streamed);
+        stream.append(event.content);
       } else if (event.type === "message" && event.content.type !== "human") {
-        // The complete message replaces the streamed text; tool steps go before the answer.
-        const nodes = messageView(event.content);
-        const isAnswer = event.content.type === "ai" && (event.content.tool_calls ?? []).length === 0;
-        if (isAnswer) {
-          pending.replaceWith(...nodes);
+        const message = event.content;
+        const isAnswer = message.type === "ai" && (message.tool_calls ?? []).length === 0 && !message.interrupts;
+        if (isAnswer && textOf(message.content) === stream.text && stream.text.trim() !== "") {
+          // The streamed text is the answer: finish its last block rather than render it all again.
+          stream.finish();
+          pending.classList.remove("streaming");
+          if (message.run_id) pending.append(feedbackView(message.run_id));
           answered = true;
+        } else if (isAnswer || message.interrupts) {
+          pending.replaceWith(...messageView(message));
+          answered = true;
+        } else if (alreadyShown(message)) {
+          // A resumed run repeats the tool call it paused before.
         } else {
-          pending.before(...nodes);
-          streamed = "";
-          pending.replaceChildren();
+          // A tool step: it goes before the answer, which starts again.
+          pending.before(...messageView(message));
+          fresh();
         }
       } else if (event.type === "error") {
+        if (event.error?.error_code === "run_cancelled") {
+          stopped = true;
+          return;
+        }
         throw new PageError(event.error);
       }
       scrollDown();
+    };
+    // Read the answer; when the connection to the page's server drops before its end, follow it again
+    // from the last event seen (a few tries, backing off).
+    let streamId = null;
+    let seen = 0;
+    let ended = false;
+    for (let attempt = 0; ; ) {
+      try {
+        if (response) for await (const event of events(response)) {
+          if (typeof event.seq === "number") seen = event.seq;
+          if (event.type === "thread") streamId = event.stream_id ?? null;
+          if (event.type === "done" || event.type === "error") ended = true;
+          attempt = 0;
+          handle(event);
+        }
+      } catch (error) {
+        if (controller.signal.aborted || error instanceof PageError || !streamId) throw error;
+      }
+      if (ended || !streamId) break;
+      if (++attempt > 5) throw new PageError({ message: "The connection to the chat page was lost.", kind: "network" });
+      pending.dataset.reconnecting = "true";
+      await new Promise((resolve) => window.setTimeout(resolve, Math.min(200 * 2 ** (attempt - 1), 3000)));
+      if (controller.signal.aborted) return;
+      try {
+        const params = new URLSearchParams({ stream_id: streamId, after: String(seen) });
+        response = await fetch(`/api/chat/follow?${params}`, { signal: controller.signal });
+        if (!response.ok) {
+          const data = await response.json().catch(() => ({}));
+          throw new PageError(data.error ?? { message: `The chat page answered ${response.status}.`, status: response.status });
+        }
+        delete pending.dataset.reconnecting;
+      } catch (error) {
+        if (controller.signal.aborted || error instanceof PageError) throw error;
+        response = null;
+      }
     }
   } catch (error) {
     if (controller.signal.aborted) return;
-    showError(error);
+    showError(error, () => {
+      for (const node of human) node.remove();
+      if (!answered) pending.remove();
+      void send(text, { echo, attachments });
+    });
   } finally {
     if (!answered) {
+      stream.finish();
       pending.classList.remove("streaming");
-      if (streamed === "") pending.remove();
+      if (stopped) {
+        pending.classList.add("stopped");
+        pending.append(element("div", "stopped-note", "Stopped"));
+      } else if (stream.text === "") pending.remove();
     }
     if (state.running === controller) state.running = null;
-    setBusy(false);
+    if (generation === state.generation) {
+      setBusy(false);
+      setStreaming(false);
+      void loadThreads(false, true);
+    }
   }
 }
 
 // ---- start -----------------------------------------------------------------------------------
 
-async function start() {
+function isTyping(target) {
+  return target instanceof HTMLElement && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+}
+
+function bindControls() {
   els.composer.addEventListener("submit", (event) => {
     event.preventDefault();
     const text = els.input.value.trim();
-    if (!text || document.body.dataset.state === "busy") return;
+    if ((!text && state.attachments.length === 0) || document.body.dataset.state === "busy") return;
     els.input.value = "";
-    void send(text);
+    const attachments = state.attachments;
+    state.attachments = [];
+    showAttachments();
+    void send(text, { attachments });
   });
   els.input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
@@ -306,23 +778,69 @@ async function start() {
       els.composer.requestSubmit();
     }
   });
-  els.newChat.addEventListener("click", newChat);
+  // Shortcuts: Esc stops the answer, Ctrl/Cmd+Shift+O starts a new chat, "/" goes to the message box.
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && state.running && !els.confirmDelete.open) {
+      event.preventDefault();
+      void stopRun();
+    } else if ((event.ctrlKey || event.metaKey) && event.shiftKey && event.key.toLowerCase() === "o") {
+      event.preventDefault();
+      newChat();
+    } else if (event.key === "/" && !isTyping(event.target)) {
+      event.preventDefault();
+      els.input.focus();
+    }
+  });
+  els.newChat.addEventListener("click", () => {
+    document.body.dataset.sidebar = "closed";
+    newChat();
+  });
+  els.stop.addEventListener("click", () => void stopRun());
+  els.retry.addEventListener("click", () => {
+    const retry = state.retry;
+    clearError();
+    retry?.();
+  });
+  els.older.addEventListener("click", () => void loadOlder());
+  new IntersectionObserver((entries) => {
+    if (entries.some((entry) => entry.isIntersecting)) void loadOlder();
+  }).observe(els.older);
+  els.moreThreads.addEventListener("click", () => void loadThreads(true));
+  els.deleteChat.addEventListener("click", () => void deleteChat());
+  els.toggleSidebar.addEventListener("click", () => {
+    const open = document.body.dataset.sidebar !== "open";
+    document.body.dataset.sidebar = open ? "open" : "closed";
+    els.toggleSidebar.setAttribute("aria-expanded", String(open));
+  });
+  // On a phone, a tap beside the open sidebar closes it.
+  $("main").addEventListener("click", (event) => {
+    if (document.body.dataset.sidebar !== "open" || els.toggleSidebar.contains(/** @type {Node} */ (event.target))) return;
+    document.body.dataset.sidebar = "closed";
+    els.toggleSidebar.setAttribute("aria-expanded", "false");
+  });
   els.agent.addEventListener("change", () => {
     state.agent = els.agent.value;
     showAgentDescription();
     newChat();
+    void loadThreads();
   });
+}
 
+async function start() {
+  bindControls();
+  bindAttachments();
   setBusy(true);
   let info;
   try {
     info = await api("/api/agents");
   } catch (error) {
-    showError(error);
+    showError(error, () => location.reload());
     setBusy(false);
     return;
   }
   state.agents = info.agents;
+  if (info.limits) state.limits = info.limits;
+  els.attach.hidden = state.limits.max_attachments === 0;
   els.agent.replaceChildren(...info.agents.map((a) => {
     const option = element("option", "", a.key);
     option.value = a.key;
@@ -335,14 +853,16 @@ async function start() {
   els.agent.value = state.agent;
   showAgentDescription();
   setBusy(false);
+  const threads = loadThreads();
   if (wanted && !known) {
     showError(new Error(`There is no agent named "${wanted}"; showing ${state.agent} instead.`));
     updateUrl();
   } else if (params.get("thread_id")) {
-    await restore(/** @type {string} */ (params.get("thread_id")));
+    await openThread(/** @type {string} */ (params.get("thread_id")));
   } else {
     updateUrl();
   }
+  await threads;
 }
 
 void start();

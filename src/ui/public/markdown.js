@@ -1,105 +1,133 @@
-// A small Markdown renderer for the chat page. It escapes all HTML first and only then adds its own
-// tags, so nothing an agent writes can become markup; links keep only http(s) and mailto targets.
-// Supported: fenced code, headings, lists, block quotes, rules, paragraphs, `code`, **bold**,
-// *italic*, ~~strike~~ and [links](https://...).
+/* global document */
+// The page's Markdown: marked (GitHub-flavoured: tables, nested lists, fenced code) turns text into
+// HTML, raw HTML in the text is shown as text, and DOMPurify cleans the result before it reaches the
+// page. Both libraries are served by the page's own server (/vendor/...).
+import { Marked } from "/vendor/marked.js";
+import DOMPurify from "/vendor/purify.js";
 
 const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
-/** @param {string} text */
 export function escapeHtml(text) {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[/** @type {keyof typeof ESCAPES} */ (c)]);
+  return String(text).replace(/[&<>"']/g, (c) => ESCAPES[c]);
 }
 
-const FENCE = /^\s*(`{3,}|~{3,})\s*([\w+-]*)\s*$/;
-const HEADING = /^(#{1,6})\s+(.*?)\s*#*\s*$/;
-const BULLET = /^\s*[-*+]\s+(.*)$/;
-const NUMBERED = /^\s*\d{1,9}[.)]\s+(.*)$/;
-const QUOTE = /^\s*>\s?(.*)$/;
-const RULE = /^\s*([-*_])(\s*\1){2,}\s*$/;
+const marked = new Marked({
+  gfm: true,
+  breaks: true,
+  renderer: {
+    // A model's `<script>` or `<img onerror>` is text the reader should see, not markup.
+    html: ({ text }) => escapeHtml(text),
+    // Images from other hosts are blocked by the page's CSP anyway: show them as links.
+    image: ({ href, text }) => `<a href="${escapeHtml(href)}">${escapeHtml(text || href)}</a>`,
+  },
+});
 
-/**
- * Markdown to HTML that is safe to assign to innerHTML.
- * @param {string} source
- * @returns {string}
- */
-export function renderMarkdown(source) {
-  const lines = String(source).replace(/\uE000/g, "").replace(/\r\n?/g, "\n").split("\n");
-  const out = [];
-  let i = 0;
-  const at = (n) => lines[n] ?? "";
-  while (i < lines.length) {
-    const line = at(i);
-    const fence = FENCE.exec(line);
-    if (fence) {
-      const code = [];
-      i += 1;
-      while (i < lines.length && !at(i).trim().startsWith(fence[1] ?? "```")) code.push(at(i++));
-      i += 1;
-      const lang = fence[2] ? ` class="language-${escapeHtml(fence[2])}"` : "";
-      out.push(`<pre><code${lang}>${escapeHtml(code.join("\n"))}</code></pre>`);
+const PURIFY = {
+  ALLOWED_URI_REGEXP: /^(?:https?:|mailto:)/i,
+  FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select", "iframe", "img"],
+  FORBID_ATTR: ["style", "id"],
+  RETURN_DOM_FRAGMENT: true,
+};
+
+/** Sanitised nodes for some HTML: links open in a new tab, links without a safe target become text. */
+function toNodes(html) {
+  const fragment = DOMPurify.sanitize(html, PURIFY);
+  for (const link of fragment.querySelectorAll("a")) {
+    if (!link.getAttribute("href")) {
+      link.replaceWith(...link.childNodes);
       continue;
     }
-    if (line.trim() === "") {
-      i += 1;
-      continue;
-    }
-    const heading = HEADING.exec(line);
-    if (heading) {
-      const level = (heading[1] ?? "#").length;
-      out.push(`<h${level}>${inline(heading[2] ?? "")}</h${level}>`);
-      i += 1;
-      continue;
-    }
-    if (RULE.test(line)) {
-      out.push("<hr>");
-      i += 1;
-      continue;
-    }
-    const list = BULLET.test(line) ? ["ul", BULLET] : NUMBERED.test(line) ? ["ol", NUMBERED] : null;
-    if (list) {
-      const [tag, pattern] = /** @type {[string, RegExp]} */ (list);
-      const items = [];
-      while (i < lines.length && pattern.test(at(i))) items.push(`<li>${inline(pattern.exec(at(i++))?.[1] ?? "")}</li>`);
-      out.push(`<${tag}>${items.join("")}</${tag}>`);
-      continue;
-    }
-    if (QUOTE.test(line)) {
-      const quoted = [];
-      while (i < lines.length && QUOTE.test(at(i))) quoted.push(QUOTE.exec(at(i++))?.[1] ?? "");
-      out.push(`<blockquote>${renderMarkdown(quoted.join("\n"))}</blockquote>`);
-      continue;
-    }
-    const paragraph = [];
-    while (i < lines.length && at(i).trim() !== "" && !startsBlock(at(i))) paragraph.push(inline(at(i++)));
-    if (paragraph.length === 0) paragraph.push(inline(at(i++)));
-    out.push(`<p>${paragraph.join("<br>")}</p>`);
+    link.target = "_blank";
+    link.rel = "noopener noreferrer";
   }
-  return out.join("\n");
+  for (const pre of fragment.querySelectorAll("pre")) addCopyButton(pre);
+  for (const table of fragment.querySelectorAll("table")) {
+    const scroller = document.createElement("div");
+    scroller.className = "table-scroll";
+    table.replaceWith(scroller);
+    scroller.append(table);
+  }
+  return [...fragment.childNodes];
 }
 
-/** @param {string} line */
-function startsBlock(line) {
-  return FENCE.test(line) || HEADING.test(line) || RULE.test(line) || BULLET.test(line) || NUMBERED.test(line) || QUOTE.test(line);
+function addCopyButton(pre) {
+  const code = pre.querySelector("code") ?? pre;
+  const language = /language-([\w+#-]+)/.exec(code.className)?.[1];
+  const bar = document.createElement("div");
+  bar.className = "code-bar";
+  bar.textContent = language ?? "";
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "copy-code";
+  button.textContent = "Copy";
+  button.addEventListener("click", () => {
+    navigator.clipboard.writeText(code.textContent ?? "").then(
+      () => (button.textContent = "Copied"),
+      () => (button.textContent = "Copy failed"),
+    );
+  });
+  bar.append(button);
+  pre.before(bar);
+  const block = document.createElement("div");
+  block.className = "code-block";
+  bar.replaceWith(block);
+  block.append(bar, pre);
+}
+
+/** A whole Markdown text as sanitised DOM nodes. */
+export function renderMarkdown(source) {
+  return toNodes(marked.parse(String(source)));
 }
 
 /**
- * Inline spans of one line. Code spans are set aside first so nothing inside them is formatted.
- * @param {string} text
+ * A Markdown answer that grows token by token, rendered into `container`. Blocks the text has moved
+ * past (a paragraph followed by a blank line, a closed code fence, a list followed by something else)
+ * are rendered once and kept; only the last, still open block is rendered again on each token, so a
+ * long answer costs about as much as its length, not its length squared.
  */
-function inline(text) {
-  const kept = [];
-  const keep = (html) => `\uE000${kept.push(html) - 1}\uE000`;
-  let html = escapeHtml(text).replace(/`([^`]+)`/g, (_, code) => keep(`<code>${code}</code>`));
-  html = html.replace(/\[([^\]]+)\]\(([^()\s]+)\)/g, (whole, label, href) =>
-    /^(https?:\/\/|mailto:)/i.test(href)
-      ? keep(`<a href="${href}" target="_blank" rel="noopener noreferrer">${label}</a>`)
-      : whole,
-  );
-  html = html
-    .replace(/\*\*(?=\S)(.+?)\*\*/g, "<strong>$1</strong>")
-    .replace(/(^|[^\w])__(?=\S)(.+?)__(?!\w)/g, "$1<strong>$2</strong>")
-    .replace(/\*(?=[^\s*])(.+?)\*/g, "<em>$1</em>")
-    .replace(/(^|[^\w])_(?=[^\s_])(.+?)_(?!\w)/g, "$1<em>$2</em>")
-    .replace(/~~(?=\S)(.+?)~~/g, "<del>$1</del>");
-  return html.replace(/\uE000(\d+)\uE000/g, (_, n) => kept[Number(n)] ?? "");
+export class MarkdownStream {
+  constructor(container) {
+    this.container = container;
+    this.source = "";
+    /** How much of `source` is rendered for good. */
+    this.settled = 0;
+    /** The nodes of the open block. */
+    this.tail = [];
+  }
+
+  get text() {
+    return this.source;
+  }
+
+  append(text) {
+    this.source += text;
+    this.render(false);
+  }
+
+  /** Render what is left (the last block, now complete). */
+  finish() {
+    this.render(true);
+  }
+
+  render(final) {
+    const rest = this.source.slice(this.settled);
+    const tokens = marked.lexer(rest);
+    let open = tokens.length - 1;
+    while (open > 0 && tokens[open].type === "space") open--;
+    if (final) open = tokens.length;
+    const done = tokens.slice(0, Math.max(open, 0));
+    const raw = done.map((token) => token.raw).join("");
+    for (const node of this.tail) node.remove();
+    this.tail = [];
+    // The lexer normalises some input (line endings); settle only when its tokens spell the text exactly.
+    if (done.length > 0 && rest.startsWith(raw)) {
+      this.container.append(...toNodes(marked.parser(done)));
+      this.settled += raw.length;
+      this.tail = toNodes(marked.parser(tokens.slice(done.length)));
+    } else {
+      this.tail = toNodes(marked.parser(tokens));
+    }
+    this.container.append(...this.tail);
+    if (final) this.tail = [];
+  }
 }

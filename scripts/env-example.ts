@@ -1,0 +1,65 @@
+// Writes .env.example: every setting agenthost reads, in the order of src/config/schema.ts, with its
+// default (from the schema) and its meaning (from the README's configuration table, which a test keeps
+// in step with the schema). test/unit/env-example.test.ts fails when the file is out of date.
+//
+//   npm run env:example
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { configShape, type ConfigKey } from "../src/config/schema.ts";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+interface Row {
+  readonly meaning: string;
+  readonly documentedDefault: string;
+}
+
+/** The README's configuration table: variable → its default and meaning as written there. */
+function readmeRows(readme: string): Map<string, Row> {
+  const start = readme.indexOf("## Configuration");
+  const section = readme.slice(start, readme.indexOf("\n## ", start + 5));
+  const rows = new Map<string, Row>();
+  for (const line of section.split("\n")) {
+    const cells = /^\| ([A-Z0-9_, ]+) \| (.*?) \| (.*) \|$/.exec(line);
+    if (!cells || cells[1] === "Variable") continue;
+    const plain = (text: string) => text.replace(/`/g, "").trim();
+    for (const name of cells[1]!.split(",")) rows.set(name.trim(), { documentedDefault: plain(cells[2]!), meaning: plain(cells[3]!) });
+  }
+  return rows;
+}
+
+/** The schema's default as an environment value: empty when there is none (or it depends on other settings). */
+function schemaDefault(key: ConfigKey): string {
+  const parsed = configShape[key].safeParse(undefined);
+  if (!parsed.success || parsed.data === undefined) return "";
+  const value: unknown = parsed.data;
+  if (Array.isArray(value) && key === "DEEP_AGENT_INTERRUPT_ON") return value.join(",");
+  if (typeof value === "object" && value !== null) return JSON.stringify(value);
+  return String(value as string | number | boolean);
+}
+
+/** The text of .env.example. */
+export function renderEnvExample(readme: string): string {
+  const rows = readmeRows(readme);
+  const out = [
+    "# Every setting agenthost reads, with its default. Generated from src/config/schema.ts (meanings from",
+    "# README.md, Configuration) by `npm run env:example`; do not edit by hand.",
+    "# agenthost reads its environment only: copy this file to .env, uncomment what you change, and load it",
+    "# with `node --env-file=.env bin/agenthost`, your process manager or docker compose (`env_file`).",
+    "# `npm run dev` reads .env by itself. Empty values count as unset.",
+    "",
+  ];
+  for (const key of Object.keys(configShape) as ConfigKey[]) {
+    const row = rows.get(key);
+    const value = schemaDefault(key);
+    const same = row !== undefined && (row.documentedDefault === value || (value !== "" && Number(row.documentedDefault) === Number(value)));
+    const unlike = row && row.documentedDefault !== "" && !same ? ` (default: ${row.documentedDefault})` : "";
+    out.push(`# ${row?.meaning ?? "(not in the README's table)"}${unlike}`, `# ${key}=${value}`, "");
+  }
+  return out.join("\n");
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  writeFileSync(path.join(ROOT, ".env.example"), renderEnvExample(readFileSync(path.join(ROOT, "README.md"), "utf8")));
+}

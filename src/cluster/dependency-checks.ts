@@ -1,0 +1,129 @@
+import type { Redis } from "ioredis";
+import type pg from "pg";
+import type { Config } from "../config/schema.ts";
+import { codeOf, StartupRefusal } from "./startup-refusal.ts";
+
+/**
+ * The primary's checks of the checkpoint database and Redis before it forks any worker. Their
+ * drivers load only when the setting is there.
+ */
+
+/** How long the Redis check waits for an answer. */
+const REDIS_CHECK_TIMEOUT_MS = 3_000;
+
+/** Network failures that may pass by themselves (the server is starting, restarting, or not there yet). */
+const UNREACHABLE = new Set(["ECONNREFUSED", "ETIMEDOUT", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "EPIPE", "timeout"]);
+
+/** A connection URL without its password or query, safe to print. */
+export function displayUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    const user = url.username ? `${url.username}@` : "";
+    return `${url.protocol}//${user}${url.host}${url.pathname}`;
+  } catch {
+    return "(not a URL)";
+  }
+}
+
+/** The outcome of a dependency check the service can start without: the problem, to log as a warning. */
+export interface Unreachable {
+  readonly setting: "DATABASE_URL" | "REDIS_URL";
+  readonly message: string;
+}
+
+/**
+ * Connect once to the serverdb database. A misconfiguration (no such database, credentials refused,
+ * unknown host, malformed URL) is a refusal: it will not pass by itself. A server that does not
+ * answer may be starting: in development that is a refusal too; in production the workers start not
+ * ready and wait for it (docs/operations.md, Database outages), so it is returned for a warning.
+ */
+export async function checkDatabase(config: Config): Promise<Unreachable | undefined> {
+  if (config.MEMORY_BACKEND !== "serverdb") return undefined;
+  const shown = displayUrl(config.DATABASE_URL);
+  let client: pg.Client;
+  try {
+    const { default: driver } = await import("pg");
+    client = new driver.Client({ connectionString: config.DATABASE_URL, connectionTimeoutMillis: config.SERVERDB_CONNECT_TIMEOUT * 1000 });
+  } catch {
+    throw new StartupRefusal("DATABASE_URL is not a PostgreSQL connection string: write it as postgres://user:password@host:5432/database");
+  }
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    await client.query("SELECT 1");
+    return undefined;
+  } catch (error) {
+    const code = codeOf(error);
+    const where = `${client.host}:${client.port}`;
+    switch (code) {
+      case "3D000":
+        throw new StartupRefusal(
+          `DATABASE_URL ${shown}: database "${client.database}" does not exist on ${where}: create it (createdb -h ${client.host} -p ${client.port} ${client.database}) or name an existing one in DATABASE_URL`,
+        );
+      case "28P01":
+      case "28000":
+        throw new StartupRefusal(`DATABASE_URL ${shown}: ${where} refused user "${client.user}" (${code === "28P01" ? "wrong password" : "not allowed"}): correct the user or password in DATABASE_URL`);
+      case "ENOTFOUND":
+      case "EAI_AGAIN":
+        throw new StartupRefusal(`DATABASE_URL ${shown}: the host "${client.host}" cannot be resolved: correct the host in DATABASE_URL`);
+      default:
+        break;
+    }
+    const reason = code && UNREACHABLE.has(code) ? (code === "ECONNREFUSED" ? "connection refused" : code === "timeout" ? `no answer within SERVERDB_CONNECT_TIMEOUT (${config.SERVERDB_CONNECT_TIMEOUT} s)` : code) : `${code ?? "error"}`;
+    const message = `DATABASE_URL ${shown}: no PostgreSQL answers at ${where} (${reason}): start PostgreSQL there or correct DATABASE_URL`;
+    if (config.ENV_MODE === "development" || !(code && UNREACHABLE.has(code))) throw new StartupRefusal(message);
+    return { setting: "DATABASE_URL", message };
+  } finally {
+    void client.end().catch(() => {});
+  }
+}
+
+/**
+ * PING the REDIS_URL Redis once. Not answering is a refusal in development; in production the
+ * workers start and readiness fails until it answers (returned for a warning). Anything else (a
+ * refused password, an unknown host, a malformed URL) is a refusal.
+ */
+export async function checkRedis(config: Config): Promise<Unreachable | undefined> {
+  if (!config.REDIS_URL) return undefined;
+  const shown = displayUrl(config.REDIS_URL);
+  let client: Redis;
+  try {
+    const { Redis: RedisClient } = await import("ioredis");
+    client = new RedisClient(config.REDIS_URL, {
+      lazyConnect: true,
+      connectTimeout: REDIS_CHECK_TIMEOUT_MS,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+    });
+  } catch {
+    throw new StartupRefusal("REDIS_URL is not a Redis URL: write it as redis://host:6379 (or rediss:// for TLS)");
+  }
+  // ioredis rejects connect() with "Connection is closed."; the socket's own error comes as an event.
+  let socketError: unknown;
+  client.on("error", (error) => {
+    socketError ??= error;
+  });
+  try {
+    await client.connect();
+    await client.ping();
+    return undefined;
+  } catch (rejection) {
+    const error = socketError ?? rejection;
+    const code = codeOf(error);
+    const alone = "or unset REDIS_URL on a single host (the primary then keeps the conversation locks)";
+    if (code === "ENOTFOUND" || code === "EAI_AGAIN") {
+      throw new StartupRefusal(`REDIS_URL ${shown}: the host cannot be resolved: correct the host in REDIS_URL, ${alone}`);
+    }
+    if (!(code && UNREACHABLE.has(code))) {
+      const first = error instanceof Error ? (error.message.split("\n")[0] ?? "").replace(/\S+:\/\/\S+/g, "[url]").slice(0, 120) : "unknown error";
+      throw new StartupRefusal(`REDIS_URL ${shown}: Redis refused the connection (${first}): correct REDIS_URL, ${alone}`);
+    }
+    const reason = code === "ECONNREFUSED" ? "connection refused" : code === "timeout" ? `no answer within ${REDIS_CHECK_TIMEOUT_MS / 1000} s` : code;
+    const message = `REDIS_URL ${shown}: no Redis answers (${reason}): start Redis there, correct REDIS_URL, ${alone}`;
+    if (config.ENV_MODE === "development") throw new StartupRefusal(message);
+    return { setting: "REDIS_URL", message };
+  } finally {
+    client.disconnect();
+  }
+}

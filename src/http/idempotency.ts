@@ -1,0 +1,118 @@
+import { createHash } from "node:crypto";
+import type { Request } from "express";
+import type { RegisteredAgent } from "../agents/agent.ts";
+import type { Principal } from "../auth/principal.ts";
+import type { IdempotencyStore } from "../checkpoints/idempotency-store.ts";
+import { ServiceError } from "../errors/service-error.ts";
+import type { Logger } from "../observability/logger.ts";
+
+/**
+ * Safe retries: an `Idempotency-Key` header on invoke, history append and feedback. The key is
+ * scoped to the caller (its token's kind and bound user) and the agent; the request is
+ * fingerprinted by operation and body. The first request claims the key in the checkpoint
+ * database; a retry with the same body gets the first answer again (status and body, header
+ * `Idempotent-Replayed: true`) without running anything, a retry while the first still runs gets
+ * 409 `idempotency_in_progress`, and the key with another request 422 `idempotency_key_reused`.
+ *
+ * Only successful answers are kept: a request that fails gives its key up, so a retry runs again
+ * (a failed turn may be retried; a finished one is never run twice). A claim whose request died with
+ * its worker runs out after REQUEST_TIMEOUT plus a margin. Kept answers expire after IDEMPOTENCY_TTL.
+ */
+export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
+export const REPLAYED_HEADER = "Idempotent-Replayed";
+
+/** 1 to 255 visible ASCII characters (a UUID is the usual choice). */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+/** How long past REQUEST_TIMEOUT a running claim holds: the run is aborted at the deadline, then settles. */
+const CLAIM_MARGIN_MS = 30_000;
+/** Expired keys are swept at most this often per worker. */
+const SWEEP_INTERVAL_MS = 60_000;
+
+export interface IdempotencySettings {
+  readonly store: IdempotencyStore;
+  /** IDEMPOTENCY_TTL in milliseconds. */
+  readonly ttlMs: number;
+  /** REQUEST_TIMEOUT in milliseconds. */
+  readonly requestTimeoutMs: number;
+  /** The storage key of the conversation an answer names, so retention deletes the key with it. */
+  readonly threadOf: (principal: Principal, agent: RegisteredAgent, answer: unknown, sent: unknown) => string | null;
+}
+
+/** A JSON answer, or the stored text of one being replayed. */
+export type IdempotentAnswer =
+  | { readonly replayed: false; readonly status: number; readonly body: unknown }
+  | { readonly replayed: true; readonly status: number; readonly text: string };
+
+/** JSON text with every object's keys in order, so equal bodies fingerprint alike. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    return `{${entries.join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
+
+/** The key a request sent, validated; undefined when it sent none. */
+export function idempotencyKeyOf(req: Request): string | undefined {
+  const value = req.headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()];
+  if (value === undefined) return undefined;
+  if (typeof value !== "string" || !IDEMPOTENCY_KEY_PATTERN.test(value)) {
+    throw new ServiceError("validation_failed", { detail: `${IDEMPOTENCY_KEY_HEADER} must be 1 to 255 visible ASCII characters, sent once.` });
+  }
+  return value;
+}
+
+export class IdempotentRequests {
+  private lastSweep = 0;
+
+  constructor(private readonly settings: IdempotencySettings) {}
+
+  /** Answer the request once per key: run it, or replay the first answer, or refuse. */
+  async answer(
+    key: string,
+    request: { operation: string; principal: Principal; agent: RegisteredAgent; sent: unknown; logger: Logger },
+    run: () => Promise<{ status: number; body: unknown }>,
+  ): Promise<IdempotentAnswer> {
+    const { store, ttlMs, requestTimeoutMs } = this.settings;
+    const { principal, agent, sent } = request;
+    const scope = sha256(canonicalJson([principal.kind, principal.boundUserId ?? null, agent.name, key]));
+    const fingerprint = sha256(canonicalJson([request.operation, sent ?? null]));
+    const now = Date.now();
+    this.sweep(now, request.logger);
+    const claim = await store.claim(scope, fingerprint, now, now + requestTimeoutMs + CLAIM_MARGIN_MS, now + ttlMs);
+    if (!claim.claimed) {
+      if (claim.record.fingerprint !== fingerprint) throw new ServiceError("idempotency_key_reused");
+      if (!claim.record.answer) throw new ServiceError("idempotency_in_progress");
+      return { replayed: true, status: claim.record.answer.status, text: claim.record.answer.body };
+    }
+    let answer: { status: number; body: unknown };
+    try {
+      answer = await run();
+    } catch (error) {
+      await store.release(scope).catch((cause: unknown) => request.logger.warn({ err: { message: (cause as Error).message } }, "idempotency key not released"));
+      throw error;
+    }
+    // The work is done: if its answer cannot be kept, the caller still gets it (a retry then finds
+    // the key running until its claim runs out, never a second run).
+    try {
+      const thread = this.settings.threadOf(principal, agent, answer.body, sent);
+      await store.complete(scope, thread, answer.status, JSON.stringify(answer.body), Date.now() + ttlMs);
+    } catch (cause) {
+      request.logger.warn({ err: { message: (cause as Error).message } }, "idempotent answer not stored");
+    }
+    return { replayed: false, ...answer };
+  }
+
+  /** Delete expired keys now and then, in the background. */
+  private sweep(now: number, logger: Logger): void {
+    if (now - this.lastSweep < SWEEP_INTERVAL_MS) return;
+    this.lastSweep = now;
+    this.settings.store.sweep(now).catch((cause: unknown) => logger.warn({ err: { message: (cause as Error).message } }, "expired idempotency keys not swept"));
+  }
+}
