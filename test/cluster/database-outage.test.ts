@@ -11,6 +11,12 @@ import { closePinned, eventually, invoke, metric, pinnedConnections, request, sc
 import { startOutageScenario, type OutageFigures, type OutageMode, type Scenario } from "./outage-scenario.ts";
 
 const OUTAGE_MS = Number(process.env.AGENTHOST_TEST_OUTAGE_MS ?? 6_000);
+/**
+ * With dropped packets a request fails when its query's reply is overdue: statement_timeout plus a
+ * one-second margin, 6 s by default, as long as the outage itself. Two seconds (3 s in all) leaves
+ * every client time for a 503 inside the outage on a loaded machine.
+ */
+const QUERY_TIMEOUT_S = "2";
 
 export function assertWeathered(figures: OutageFigures): void {
   assert.equal(figures.hung, 0, "no request hung");
@@ -27,7 +33,7 @@ export function assertWeathered(figures: OutageFigures): void {
 describe("PostgreSQL outage under load (cluster)", () => {
   let scenario: Scenario;
   before(async () => {
-    scenario = await startOutageScenario();
+    scenario = await startOutageScenario({ SERVERDB_QUERY_TIMEOUT: QUERY_TIMEOUT_S });
   });
   after(async () => {
     await scenario?.close();
