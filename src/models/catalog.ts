@@ -62,7 +62,7 @@ function invalid(detail: string): ServiceError {
  */
 export async function createModelCatalog(
   config: Config,
-  pool: Pick<ProviderHttpPool, "fetch" | "fetchWithTimeout">,
+  pool: Pick<ProviderHttpPool, "fetch" | "fetchWithTimeout" | "traceHeaders">,
   callbacks: readonly BaseCallbackHandler[] = [],
 ): Promise<ModelCatalog> {
   /** Every model the catalog builds carries `callbacks` (the model-call metrics): only model calls pay for them, not every step of a graph. */
@@ -73,6 +73,7 @@ export async function createModelCatalog(
   const defaults: ProviderDefaults = {
     fetch: pool.fetch,
     fetchWithTimeout: (seconds) => pool.fetchWithTimeout(seconds),
+    traceHeaders: pool.traceHeaders,
     maxRetries: config.LLM_HTTP_MAX_RETRIES,
   };
   const problems: string[] = [];

@@ -13,6 +13,12 @@ export type ProviderFetch = typeof globalThis.fetch;
 export interface ProviderHttpPool {
   readonly fetch: ProviderFetch;
   /**
+   * For an SDK that cannot take a fetch but sends fixed extra headers built afresh for each request
+   * (Gemini's `customHeaders`): headers that, whenever they are read, hold the trace context of the
+   * call being made. Absent when tracing is off.
+   */
+  readonly traceHeaders: Headers | undefined;
+  /**
    * A fetch on the same pool whose per-attempt inactivity limit is `timeoutSeconds` instead of
    * LLM_HTTP_READ_TIMEOUT: an explicit model timeout wins over the pool's.
    */
@@ -69,6 +75,33 @@ function withTraceContext(init: RequestInit | undefined, source: TraceContextSou
   return { ...init, headers };
 }
 
+/** Headers whose contents are the current trace context at the moment they are iterated. */
+class TraceContextHeaders extends Headers {
+  constructor(private readonly source: TraceContextSource) {
+    super();
+  }
+
+  private current(): Headers {
+    const outgoing = this.source.outgoing();
+    const headers = new Headers();
+    if (outgoing) headers.set("traceparent", outgoing.traceparent);
+    if (outgoing?.tracestate) headers.set("tracestate", outgoing.tracestate);
+    return headers;
+  }
+
+  override entries(): ReturnType<Headers["entries"]> {
+    return this.current().entries();
+  }
+
+  override [Symbol.iterator](): ReturnType<Headers["entries"]> {
+    return this.current()[Symbol.iterator]();
+  }
+
+  override forEach(callback: (value: string, key: string, parent: Headers) => void): void {
+    this.current().forEach((value, key) => callback(value, key, this));
+  }
+}
+
 export function createProviderHttpPool(config: PoolConfig, traces?: TraceContextSource): ProviderHttpPool {
   const settings = poolSettings(config);
   const agent = new Agent({
@@ -95,6 +128,7 @@ export function createProviderHttpPool(config: PoolConfig, traces?: TraceContext
   let closing: Promise<void> | undefined;
   return {
     fetch,
+    traceHeaders: traces ? new TraceContextHeaders(traces) : undefined,
     fetchWithTimeout,
     settings,
     close: () => {

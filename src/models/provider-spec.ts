@@ -21,6 +21,8 @@ export interface ProviderDefaults {
   readonly fetch: ProviderFetch;
   /** The pool's fetch with an explicit per-attempt inactivity limit (seconds). */
   readonly fetchWithTimeout: (timeoutSeconds: number) => ProviderFetch;
+  /** The pool's live trace-context headers, for SDKs without a fetch option; absent when tracing is off. */
+  readonly traceHeaders: Headers | undefined;
   /** LLM_HTTP_MAX_RETRIES. */
   readonly maxRetries: number;
 }

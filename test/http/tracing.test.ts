@@ -175,6 +175,8 @@ describe("trace context sent to providers", () => {
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces`,
       OPENAI_API_KEY: FAKE_PROVIDER_KEY,
       OPENAI_BASE_URL: `${provider.url}/v1`,
+      // Gemini's SDK has no fetch option: its trace context goes through its customHeaders.
+      MODEL_CONFIGS: JSON.stringify({ gemini: { provider: "google", model: "behave-ok", base_url: provider.url, api_key: FAKE_PROVIDER_KEY } }),
       LLM_HTTP_MAX_RETRIES: "0",
     });
   });
@@ -193,6 +195,22 @@ describe("trace context sent to providers", () => {
     assert.equal(model.attributes["gen_ai.provider.name"], "openai");
     const sent = provider.requests.at(-1)!.headers.traceparent;
     assert.equal(sent, `00-${parent.traceId}-${model.spanId}-01`);
+  });
+
+  test("a Gemini call carries its span as its traceparent too, a fresh one for each call", async () => {
+    const sentFor = async () => {
+      const parent = traceparent();
+      const res = await post(service, "/invoke", { input: { message: "Hello?" }, model_config_key: "gemini" }, { traceparent: parent.header });
+      assert.equal(res.status, 200, await res.clone().text());
+      const spans = await traceOf(service, receiver, parent.traceId, "POST /invoke");
+      const model = one(spans, "chat behave-ok");
+      assert.equal(model.attributes["gen_ai.provider.name"], "google");
+      const request = provider.requests.at(-1)!;
+      assert.match(request.path, /behave-ok:generateContent$/);
+      assert.equal(request.headers.traceparent, `00-${parent.traceId}-${model.spanId}-01`);
+      return request.headers.traceparent;
+    };
+    assert.notEqual(await sentFor(), await sentFor());
   });
 
   test("a failed model call: an error span with the error's type only, the run's outcome is the answer's error_code, the metrics count an error", async () => {
