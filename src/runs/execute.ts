@@ -3,6 +3,7 @@ import type { ChatMessage, StreamEvent } from "../contract/messages.ts";
 import { interruptMessage, interruptsOf, type PendingInterrupt } from "./interrupts.ts";
 import { toChatMessage } from "./message-mapping.ts";
 import type { PreparedRun } from "./prepare.ts";
+import { startTogether } from "../admission/start-together.ts";
 
 /** The final answer carries the feedback proof; intermediate messages (tool calls) do not. */
 function present(run: PreparedRun, message: BaseMessage): ChatMessage {
@@ -27,6 +28,7 @@ function lastMessage(state: unknown): BaseMessage | undefined {
 
 /** Run the graph to the end (or to an interrupt) and return its final message. */
 export async function invokeRun(run: PreparedRun, signal: AbortSignal): Promise<ChatMessage> {
+  await startTogether();
   const state: unknown = await run.agent.graph.invoke(run.input, { ...run.graphConfig, signal });
   if (run.checkInterrupts) {
     const interrupts = interruptsOf((state as { __interrupt__?: unknown } | undefined)?.__interrupt__);
@@ -63,6 +65,7 @@ export async function* streamRun(
   signal: AbortSignal,
   options: { tokens: boolean },
 ): AsyncGenerator<StreamEvent> {
+  await startTogether();
   const streamMode = options.tokens ? (["updates", "messages"] as const) : (["updates"] as const);
   const stream = await run.agent.graph.stream(run.input, { ...run.graphConfig, signal, streamMode: [...streamMode] });
   const interrupts: PendingInterrupt[] = [];
