@@ -87,9 +87,14 @@ function reportLease(event: LeaseEvent): void {
   }
 }
 
-/** Redis when REDIS_URL is set; else the primary's broker in a cluster worker; else this process. */
+/**
+ * This process's own lock table for the memory backend: its conversations live in this one process
+ * (it runs one worker), so no other process can hold one. Otherwise Redis when REDIS_URL is set;
+ * else the primary's broker in a cluster worker; else this process.
+ */
 export function defaultConversationLock(config: Config, logger: Logger): ConversationLock {
   const policy = { waitMs: config.THREAD_QUEUE_TIMEOUT * 1000, maxWaiters: config.THREAD_QUEUE_MAX_WAITERS };
+  if (config.MEMORY_BACKEND === "memory") return new MemoryConversationLock(policy);
   if (config.REDIS_URL) {
     return new RedisConversationLock({
       url: config.REDIS_URL,
