@@ -58,7 +58,8 @@ test("bin/agenthost refuses to start on bad configuration, listing every problem
   assert.ok(!result.stderr.includes("    at "), "no stack trace");
 
   const registry = spawnSync("bin/agenthost", [], {
-    env: { PATH: process.env.PATH, AUTH_SECRET: "x", USE_FAKE_MODEL: "true", DEFAULT_AGENT: "ghost", MEMORY_BACKEND: "memory" },
+    // Ports of its own (0): the default PORT and METRICS_PORT may be taken by another process on this machine.
+    env: { PATH: process.env.PATH, AUTH_SECRET: "x", USE_FAKE_MODEL: "true", DEFAULT_AGENT: "ghost", MEMORY_BACKEND: "memory", PORT: "0", METRICS_PORT: "0", HOST: "127.0.0.1" },
     encoding: "utf8",
     timeout: 60_000,
   });
