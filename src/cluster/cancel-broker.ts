@@ -1,12 +1,10 @@
-import type { ToPrimary, ToWorker } from "./protocol.ts";
-
-type Reply = (message: ToWorker) => void;
+import { sendToWorker, type ReplyToWorker, type ToPrimary } from "./protocol.ts";
 
 /** How long the primary waits for its workers' answers to a cancel before answering with what it has. */
 const ANSWER_WAIT_MS = 1_000;
 
 interface Broadcast {
-  readonly asker: Reply;
+  readonly asker: ReplyToWorker;
   readonly askerId: number;
   /** Workers that have not answered yet. */
   readonly waiting: Set<number>;
@@ -20,11 +18,11 @@ interface Broadcast {
  * one run holds a conversation, so at most one worker reports one.
  */
 export class CancelBroker {
-  private readonly workers = new Map<number, Reply>();
+  private readonly workers = new Map<number, ReplyToWorker>();
   private readonly broadcasts = new Map<number, Broadcast>();
   private nextId = 1;
 
-  attach(workerId: number, reply: Reply): void {
+  attach(workerId: number, reply: ReplyToWorker): void {
     this.workers.set(workerId, reply);
   }
 
@@ -63,7 +61,7 @@ export class CancelBroker {
     const timer = setTimeout(() => this.finish(id, null), ANSWER_WAIT_MS);
     this.broadcasts.set(id, { asker, askerId, waiting, timer });
     for (const [workerId, reply] of this.workers) {
-      if (!send(reply, { ah: "run.stop", id, key })) waiting.delete(workerId);
+      if (!sendToWorker(reply, { ah: "run.stop", id, key })) waiting.delete(workerId);
     }
     if (waiting.size === 0) this.finish(id, null);
   }
@@ -73,15 +71,6 @@ export class CancelBroker {
     if (!broadcast) return;
     this.broadcasts.delete(id);
     clearTimeout(broadcast.timer);
-    send(broadcast.asker, { ah: "run.cancelled", id: broadcast.askerId, runId });
-  }
-}
-
-function send(reply: Reply, message: ToWorker): boolean {
-  try {
-    reply(message);
-    return true;
-  } catch {
-    return false;
+    sendToWorker(broadcast.asker, { ah: "run.cancelled", id: broadcast.askerId, runId });
   }
 }

@@ -1,11 +1,9 @@
 import type { RunEventWriter } from "../runs/stream-log/event-log.ts";
 import { MemoryEventLog } from "../runs/stream-log/memory-event-log.ts";
-import type { ToPrimary, ToWorker } from "./protocol.ts";
-
-type Reply = (message: ToWorker) => void;
+import { sendToWorker, type ReplyToWorker, type ToPrimary } from "./protocol.ts";
 
 interface Member {
-  readonly reply: Reply;
+  readonly reply: ReplyToWorker;
   /** Runs this worker records, by run id. */
   readonly writers: Map<string, RunEventWriter>;
   /** Reads this worker asked for, by its request id. */
@@ -25,7 +23,7 @@ export class EventLogBroker {
     this.log = new MemoryEventLog(limits.ttlMs, limits.maxAgeMs);
   }
 
-  attach(workerId: number, reply: Reply): void {
+  attach(workerId: number, reply: ReplyToWorker): void {
     this.members.set(workerId, { reply, writers: new Map(), reads: new Map() });
   }
 
@@ -71,15 +69,15 @@ export class EventLogBroker {
     member.reads.set(id, stop);
     try {
       const entries = await this.log.read(request.runId, request.key, request.after, stop.signal);
-      send(member.reply, { ah: "events.found", id, found: entries !== undefined });
+      sendToWorker(member.reply, { ah: "events.found", id, found: entries !== undefined });
       if (!entries) return;
       let ended = false;
       for await (const entry of entries) {
         if (stop.signal.aborted) return;
-        send(member.reply, { ah: "events.entry", id, entry });
+        sendToWorker(member.reply, { ah: "events.entry", id, entry });
         ended = "end" in entry;
       }
-      if (!ended && !stop.signal.aborted) send(member.reply, { ah: "events.closed", id });
+      if (!ended && !stop.signal.aborted) sendToWorker(member.reply, { ah: "events.closed", id });
     } finally {
       member.reads.delete(id);
     }
@@ -87,13 +85,5 @@ export class EventLogBroker {
 
   async close(): Promise<void> {
     await this.log.close();
-  }
-}
-
-function send(reply: Reply, message: ToWorker): void {
-  try {
-    reply(message);
-  } catch {
-    // The worker is going away; detach ends its reads.
   }
 }

@@ -1,11 +1,9 @@
 import type { LockQueuePolicy } from "../admission/locks/conversation-lock.ts";
 import { KeyedFifoLock } from "../admission/locks/keyed-fifo-lock.ts";
-import type { ToPrimary, ToWorker } from "./protocol.ts";
-
-type Reply = (message: ToWorker) => void;
+import { sendToWorker, type ReplyToWorker, type ToPrimary, type ToWorker } from "./protocol.ts";
 
 interface Owner {
-  readonly reply: Reply;
+  readonly reply: ReplyToWorker;
   /** Requests waiting in the queue, by request id. */
   readonly waiting: Map<number, AbortController>;
   /** Locks held, request id → key. */
@@ -35,7 +33,7 @@ export class LockBroker {
     return { held: this.table.isHeld(key), waiting: this.table.waitingFor(key) };
   }
 
-  attach(ownerId: number, reply: Reply): void {
+  attach(ownerId: number, reply: ReplyToWorker): void {
     this.owners.set(ownerId, { reply, waiting: new Map(), held: new Map() });
   }
 
@@ -92,11 +90,8 @@ export class LockBroker {
     this.tryReply(owner, { ah: "lock.result", id, outcome, waitedMs });
   }
 
+  /** A channel that closed between the check and the reply is the worker going away: `detach` releases what it held. */
   private tryReply(owner: Owner | undefined, message: ToWorker): void {
-    try {
-      owner?.reply(message);
-    } catch {
-      // The channel closed between the check and the reply; `detach` releases what it held.
-    }
+    if (owner) sendToWorker(owner.reply, message);
   }
 }

@@ -85,3 +85,16 @@ export function workerChannel(): Channel<ToWorker, ToPrimary> {
     },
   };
 }
+
+/** How the primary answers one worker. */
+export type ReplyToWorker = (message: ToWorker) => void;
+
+/** Send over a worker's channel; false when it has closed (the worker is going away, and its `detach` cleans up). */
+export function sendToWorker(reply: ReplyToWorker, message: ToWorker): boolean {
+  try {
+    reply(message);
+    return true;
+  } catch {
+    return false;
+  }
+}

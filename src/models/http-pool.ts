@@ -65,14 +65,20 @@ export interface TraceContextSource {
   outgoing(): { traceparent: string; tracestate?: string } | undefined;
 }
 
+/** `headers` with the current trace context's added; undefined when there is none. */
+function withTraceHeaders(source: TraceContextSource, headers?: HeadersInit): Headers | undefined {
+  const outgoing = source.outgoing();
+  if (!outgoing) return undefined;
+  const out = new Headers(headers);
+  out.set("traceparent", outgoing.traceparent);
+  if (outgoing.tracestate) out.set("tracestate", outgoing.tracestate);
+  return out;
+}
+
 /** `init` with the current trace context's headers added, or as it was when there is none. */
 function withTraceContext(init: RequestInit | undefined, source: TraceContextSource): RequestInit | undefined {
-  const outgoing = source.outgoing();
-  if (!outgoing) return init;
-  const headers = new Headers(init?.headers);
-  headers.set("traceparent", outgoing.traceparent);
-  if (outgoing.tracestate) headers.set("tracestate", outgoing.tracestate);
-  return { ...init, headers };
+  const headers = withTraceHeaders(source, init?.headers);
+  return headers ? { ...init, headers } : init;
 }
 
 /** Headers whose contents are the current trace context at the moment they are iterated. */
@@ -82,11 +88,7 @@ class TraceContextHeaders extends Headers {
   }
 
   private current(): Headers {
-    const outgoing = this.source.outgoing();
-    const headers = new Headers();
-    if (outgoing) headers.set("traceparent", outgoing.traceparent);
-    if (outgoing?.tracestate) headers.set("tracestate", outgoing.tracestate);
-    return headers;
+    return withTraceHeaders(this.source) ?? new Headers();
   }
 
   override entries(): ReturnType<Headers["entries"]> {

@@ -5,16 +5,14 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
-import pg from "pg";
+import { DATABASE_URL, dropSchema, uniqueSchema } from "../helpers/postgres.ts";
+import { REDIS_URL } from "../helpers/redis.ts";
 import { parseSseFrames } from "../helpers/run-streams.ts";
 import { eventually, request, startCluster, type Cluster } from "./cluster-helper.ts";
 import { messagesOf, STEPS_AGENT, streamThenCut } from "./run-control-helper.ts";
 
-const DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test";
-const REDIS_URL = "redis://127.0.0.1:6379";
-
 describe("cancel and resume across two hosts sharing PostgreSQL and Redis", () => {
-  const schema = `agenthost_runctl_${randomUUID().replaceAll("-", "")}`;
+  const schema = uniqueSchema("agenthost_runctl");
   const prefix = `agenthost-test:${randomUUID()}`;
   const redis = new Redis(REDIS_URL);
   let hostA: Cluster;
@@ -36,10 +34,7 @@ describe("cancel and resume across two hosts sharing PostgreSQL and Redis", () =
 
   after(async () => {
     await Promise.all([hostA?.stop("SIGKILL"), hostB?.stop("SIGKILL")]);
-    const client = new pg.Client({ connectionString: DATABASE_URL });
-    await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await client.end();
+    await dropSchema(schema);
     const keys = await redis.keys(`${prefix}:*`);
     if (keys.length) await redis.del(...keys);
     redis.disconnect();
