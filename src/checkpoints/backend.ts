@@ -2,7 +2,6 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type Database from "better-sqlite3";
 import type pg from "pg";
 import { MemorySaver, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import type { Config, ServerdbConfig } from "../config/schema.ts";
 import type { Logger } from "../observability/logger.ts";
 import { DatabaseUnavailableError, describeDatabaseFailure, isDatabaseFailure, type DatabaseBackend } from "./database-errors.ts";
@@ -16,6 +15,7 @@ import { withSetupLock } from "./pg-transaction.ts";
 import { ReadableSerde } from "./readable-serde.ts";
 import { createServerPool } from "./server-pool.ts";
 import { openSqliteFile } from "./sqlite-file.ts";
+import { SqliteFileSaver } from "./sqlite-saver.ts";
 import { MemoryThreadIndex, type ThreadIndex } from "./thread-index.ts";
 import { PostgresThreadIndex, SqliteThreadIndex } from "./thread-index-sql.ts";
 
@@ -55,13 +55,6 @@ const SETUP_RETRY_MAX_MS = 2_000;
 const POOL_END_WAIT_MS = 2_000;
 /** At most one log line per this interval for repeated database trouble. */
 const LOG_INTERVAL_MS = 10_000;
-
-/** SqliteSaver with its schema created eagerly (inside openSqliteFile's transaction) instead of on first use. */
-class FileSaver extends SqliteSaver {
-  initialise(): void {
-    this.setup();
-  }
-}
 
 /** One database: how to set it up (called again after each failure), probe it, and close it. */
 interface CheckpointDatabase {
@@ -117,7 +110,7 @@ export async function openCheckpointBackend(config: Config, hooks: BackendHooks)
   const threads = new GuardedThreadIndex(gate);
   return {
     kind,
-    saver: new MessageStoreSaver(gate.saver, gate.rows, config.MESSAGE_CACHE_SIZE, threads),
+    saver: new MessageStoreSaver(gate.saver, gate.rows, config.MESSAGE_CACHE_SIZE, threads, gate.writer),
     threads,
     idempotency: new GuardedIdempotencyStore(gate),
     isReady: () => gate.isOpen,
@@ -194,15 +187,14 @@ function fileDatabase(config: Config): CheckpointDatabase {
   let closed = false;
   return {
     async connect(serde) {
-      let saver: FileSaver | undefined;
+      let saver: SqliteFileSaver | undefined;
       let rows: SqliteMessageRows | undefined;
       let threads: SqliteThreadIndex | undefined;
       let idempotency: SqliteIdempotencyStore | undefined;
       const opened = await openSqliteFile(config.FILEDB_DB_PATH, Math.round(config.FILEDB_BUSY_TIMEOUT * 1000), (handle) => {
-        saver = new FileSaver(handle, serde);
-        saver.initialise();
         rows = new SqliteMessageRows(handle);
         threads = new SqliteThreadIndex(handle);
+        saver = new SqliteFileSaver(handle, serde, rows, threads);
         idempotency = new SqliteIdempotencyStore(handle);
       });
       if (closed) {
@@ -210,7 +202,7 @@ function fileDatabase(config: Config): CheckpointDatabase {
         throw new Error("the backend was closed");
       }
       db = opened;
-      return { saver: saver!, rows: rows!, threads: threads!, idempotency: idempotency! };
+      return { saver: saver!, writer: saver!, rows: rows!, threads: threads!, idempotency: idempotency! };
     },
     async ping() {
       db?.prepare("SELECT 1").get();
@@ -248,7 +240,7 @@ function serverDatabase(config: ServerdbConfig, logger: Logger): CheckpointDatab
       await threads.setup();
       const idempotency = new PostgresIdempotencyStore(pool, schema);
       await idempotency.setup();
-      return { saver, rows, threads, idempotency };
+      return { saver, writer: saver, rows, threads, idempotency };
     },
     async ping() {
       await pool.query("SELECT 1");

@@ -9,6 +9,7 @@ import {
   type PendingWrite,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
+import type { CheckpointWriter } from "./checkpoint-writer.ts";
 import { asDatabaseError, DatabaseUnavailableError, type DatabaseBackend } from "./database-errors.ts";
 import type { IdempotencyStore } from "./idempotency-store.ts";
 import type { MessageRows } from "./message-rows.ts";
@@ -17,6 +18,8 @@ import type { ThreadIndex } from "./thread-index.ts";
 /** The saver, message rows, conversation list and idempotency keys of a database that has been set up. */
 export interface OpenDatabase {
   readonly saver: BaseCheckpointSaver;
+  /** The saver again, as the message store's writer: a checkpoint with its rows and listing at once. */
+  readonly writer: CheckpointWriter;
   readonly rows: MessageRows;
   readonly threads: ThreadIndex;
   readonly idempotency: IdempotencyStore;
@@ -32,6 +35,7 @@ export class DatabaseGate {
   private database: OpenDatabase | undefined;
   readonly saver: GuardedSaver;
   readonly rows: GuardedRows;
+  readonly writer: CheckpointWriter = { write: (write) => this.run(({ writer }) => writer.write(write)) };
 
   constructor(
     readonly backend: DatabaseBackend,

@@ -82,9 +82,12 @@ CREATE TABLE IF NOT EXISTS ${MESSAGE_TABLE} (
   }
 
   async insert(threadId: string, rows: ReadonlyArray<readonly [number, string]>): Promise<void> {
-    this.db.transaction(() => {
-      for (const [key, text] of rows) this.insertStmt.run(threadId, key, text);
-    })();
+    this.db.transaction(() => this.insertNow(threadId, rows))();
+  }
+
+  /** `insert`, synchronously, in the caller's transaction (SqliteFileSaver's). */
+  insertNow(threadId: string, rows: ReadonlyArray<readonly [number, string]>): void {
+    for (const [key, text] of rows) this.insertStmt.run(threadId, key, text);
   }
 
   async read(threadId: string, keys: readonly number[]): Promise<Map<number, string>> {

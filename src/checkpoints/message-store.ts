@@ -10,6 +10,7 @@ import {
   type CheckpointTuple,
   type PendingWrite,
 } from "@langchain/langgraph-checkpoint";
+import { sequentialWriter, type CheckpointWriter, type ThreadListing } from "./checkpoint-writer.ts";
 import { conversationOwnerOf } from "./conversation-owner-key.ts";
 import type { MessageRows } from "./message-rows.ts";
 import { summaryOf, type ThreadIndex } from "./thread-index.ts";
@@ -123,6 +124,18 @@ interface LastList {
   readonly keys: readonly number[];
 }
 
+/** What a checkpoint's `put` stores of its message list (see MessageStoreSaver.plan). */
+interface StorePlan {
+  readonly refs: MessageRefs;
+  /** New rows: key and serialised message. */
+  readonly rows: ReadonlyArray<readonly [number, string]>;
+  /** The same rows' message objects, cached once the checkpoint is written. */
+  readonly revived: ReadonlyArray<readonly [number, BaseMessage]>;
+  /** The next free key after this checkpoint, when known. */
+  readonly next: number | undefined;
+  readonly last: LastList;
+}
+
 /** Revived messages of one thread, by key (the part of the cache that holds memory). */
 class ThreadMessages {
   readonly byKey = new Map<number, BaseMessage>();
@@ -160,8 +173,10 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
     readonly rows: MessageRows,
     /** Revived messages kept per worker, across threads. */
     private readonly cacheSize: number,
-    /** The conversation list: touched when a checkpoint changes the messages (see thread-index.ts). */
+    /** The conversation list: written with each checkpoint that changes the messages (see thread-index.ts). */
     readonly index?: ThreadIndex,
+    /** Where checkpoints go with their new rows and listing; a database's writes all three at once. */
+    private readonly writer: CheckpointWriter = sequentialWriter(inner, rows, index),
   ) {
     super(inner.serde);
   }
@@ -177,19 +192,19 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
 
   override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
     const threadId: unknown = config.configurable?.thread_id;
+    if (typeof threadId !== "string") return this.inner.put(config, checkpoint, metadata, newVersions);
     const namespace: unknown = config.configurable?.checkpoint_ns ?? "";
     const value: unknown = checkpoint.channel_values?.messages;
-    let changed = false;
-    if (typeof threadId === "string" && namespace === "" && Array.isArray(value)) {
-      const parent: unknown = config.configurable?.checkpoint_id;
-      const before = this.threads.get(threadId)?.last?.ranges;
-      const refs = await this.store(threadId, typeof parent === "string" ? parent : undefined, checkpoint.id, value);
-      if (refs) checkpoint = { ...checkpoint, channel_values: { ...checkpoint.channel_values, messages: refs } };
-      changed = refs !== undefined && this.threads.get(threadId)?.last?.ranges !== before;
+    const parent: unknown = config.configurable?.checkpoint_id;
+    const plan = namespace === "" && Array.isArray(value) ? await this.plan(threadId, typeof parent === "string" ? parent : undefined, value) : undefined;
+    let listing: ThreadListing | undefined;
+    if (plan) {
+      checkpoint = { ...checkpoint, channel_values: { ...checkpoint.channel_values, messages: plan.refs } };
+      const owner = plan.last.ranges !== this.threads.get(threadId)?.last?.ranges ? conversationOwnerOf(config.configurable) : undefined;
+      if (owner) listing = { owner, summary: summaryOf(value as unknown[]), now: Date.now() };
     }
-    const saved = await this.inner.put(config, checkpoint, metadata, newVersions);
-    const owner = changed ? conversationOwnerOf(config.configurable) : undefined;
-    if (owner && this.index) await this.index.touch(threadId as string, owner, summaryOf(value as unknown[]), Date.now());
+    const saved = await this.writer.write({ config, checkpoint, metadata, newVersions, threadId, messages: plan?.rows ?? [], listing });
+    if (plan) this.settle(threadId, checkpoint.id, plan);
     return saved;
   }
 
@@ -306,10 +321,12 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
   }
 
   /**
-   * Store what this thread has not stored yet; the list as key ranges, or undefined when the list
-   * holds something other than messages (it is then stored as LangGraph stores it).
+   * What storing the list takes: the rows of the messages this thread has not stored yet, under
+   * fresh keys, and the list as key ranges. Undefined when the list holds something other than
+   * messages (it is then stored as LangGraph stores it). Changes nothing until `settle`, once the
+   * checkpoint is written.
    */
-  private async store(threadId: string, parent: string | undefined, checkpointId: string, messages: readonly unknown[]): Promise<MessageRefs | undefined> {
+  private async plan(threadId: string, parent: string | undefined, messages: readonly unknown[]): Promise<StorePlan | undefined> {
     const thread = this.thread(threadId);
     const { written, last } = thread;
     thread.written = new Set();
@@ -338,24 +355,36 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
       fresh.sort((a, b) => a - b);
     }
     let next = thread.next && thread.next.after === parent ? thread.next.key : undefined;
+    const rows: Array<readonly [number, string]> = [];
+    const revived: Array<readonly [number, BaseMessage]> = [];
     if (fresh.length) {
       next ??= (await this.rows.maxKey(threadId)) + 1;
-      const rows: Array<readonly [number, string]> = [];
       for (const i of fresh) {
         const [type, bytes] = await this.serde.dumpsTyped(messages[i]);
         if (type !== "json") throw new Error(`the checkpoint serializer wrote a message as ${type}, not json`);
         rows.push([next, decoder.decode(bytes)]);
+        revived.push([next, messages[i] as BaseMessage]);
         keys[i] = next++;
       }
-      await this.rows.insert(threadId, rows);
-      for (const i of fresh) this.remember(threadId, thread, keys[i]!, messages[i] as BaseMessage);
     }
-    thread.next = next === undefined ? undefined : { after: checkpointId, key: next };
     const ranges = rangesOf(keys);
-    // A copy: a node that pushes onto the channel's array must not change what this worker remembers.
-    thread.last = { ranges: JSON.stringify(ranges), messages: [...(messages as BaseMessage[])], keys };
+    return {
+      refs: { agenthost_messages: 1, ranges },
+      rows,
+      revived,
+      next,
+      // A copy: a node that pushes onto the channel's array must not change what this worker remembers.
+      last: { ranges: JSON.stringify(ranges), messages: [...(messages as BaseMessage[])], keys },
+    };
+  }
+
+  /** Remember what a plan stored, now that its checkpoint is written. */
+  private settle(threadId: string, checkpointId: string, plan: StorePlan): void {
+    const thread = this.thread(threadId);
+    for (const [key, message] of plan.revived) this.remember(threadId, thread, key, message);
+    thread.next = plan.next === undefined ? undefined : { after: checkpointId, key: plan.next };
+    thread.last = plan.last;
     this.trim(threadId);
-    return { agenthost_messages: 1, ranges };
   }
 
   /** The thread's cache, marked most recently used. */

@@ -2,6 +2,10 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { WRITES_IDX_MAP, type ChannelVersions, type Checkpoint, type CheckpointMetadata, type PendingWrite, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import type pg from "pg";
+import type { CheckpointWrite, CheckpointWriter } from "./checkpoint-writer.ts";
+import { MESSAGE_TABLE } from "./message-rows.ts";
+import { THREAD_TABLE } from "./thread-index.ts";
+import { COLUMNS as THREAD_COLUMNS, UPSERT_TAIL as THREAD_UPSERT_TAIL } from "./thread-index-sql.ts";
 
 /**
  * LangGraph's PostgresSaver, writing in one round trip what it writes in several. Its `put` sends
@@ -9,9 +13,13 @@ import type pg from "pg";
  * step); its `putWrites` sends BEGIN, one INSERT per write and COMMIT. Here each is a single
  * statement (the blobs as arrays unnested in a CTE of the checkpoint's INSERT), which PostgreSQL
  * runs atomically. Same tables, same rows, same conflict rules; reads are the library's.
+ *
+ * As the message store's writer, the same statement also stores the checkpoint's new message rows
+ * and its conversation-list entry: one round trip, all or nothing.
  */
-export class BatchedPostgresSaver extends PostgresSaver {
+export class BatchedPostgresSaver extends PostgresSaver implements CheckpointWriter {
   private readonly upsertCheckpoint: string;
+  private readonly upsertCheckpointWithMessages: string;
   private readonly upsertWrites: string;
   private readonly insertWrites: string;
 
@@ -22,16 +30,30 @@ export class BatchedPostgresSaver extends PostgresSaver {
   ) {
     super(connections, serde, { schema });
     const table = (name: string) => `"${schema}".${name}`;
-    this.upsertCheckpoint = `
-WITH blobs AS (
+    // $1 thread, $2 namespace; $3-$6 blobs; $7 checkpoint id, $8 parent, $9 checkpoint, $10 metadata.
+    const blobs = `
+blobs AS (
   INSERT INTO ${table("checkpoint_blobs")} (thread_id, checkpoint_ns, channel, version, type, blob)
   SELECT $1, $2, b.channel, b.version, b.type, b.blob
   FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[]) AS b(channel, version, type, blob)
   ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
-)
+)`;
+    // The message store's part: $11-$12 message rows; $13-$18 the listing (none when $13, its user, is null).
+    const messages = `
+messages AS (
+  INSERT INTO ${table(MESSAGE_TABLE)} (thread_id, message_key, message)
+  SELECT $1, m.key, m.message FROM unnest($11::int[], $12::text[]) AS m(key, message)
+), listing AS (
+  INSERT INTO ${table(THREAD_TABLE)} AS ${THREAD_TABLE} (${THREAD_COLUMNS})
+  SELECT $1, $13::text, $14::text, $15::text, $16::text, $17::int, $18::bigint, $18::bigint WHERE $13::text IS NOT NULL
+  ${THREAD_UPSERT_TAIL}
+)`;
+    const checkpoint = `
 INSERT INTO ${table("checkpoints")} (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
 VALUES ($1, $2, $7, $8, $9, $10)
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata`;
+    this.upsertCheckpoint = `WITH ${blobs}${checkpoint}`;
+    this.upsertCheckpointWithMessages = `WITH ${blobs},${messages}${checkpoint}`;
     const writes = `
 INSERT INTO ${table("checkpoint_writes")} (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob)
 SELECT $1, $2, $3, $4, w.idx, w.channel, w.type, w.blob
@@ -43,12 +65,17 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)`;
 
   override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
     if (config.configurable === undefined) throw new Error(`Missing "configurable" field in "config" param`);
-    const { thread_id: threadId, checkpoint_ns: namespace = "", checkpoint_id: parentId } = config.configurable as Record<string, string | undefined>;
+    const threadId = config.configurable.thread_id as string;
+    return this.write({ config, checkpoint, metadata, newVersions, threadId, messages: [], listing: undefined });
+  }
+
+  async write({ config, checkpoint, metadata, newVersions, threadId, messages, listing }: CheckpointWrite): Promise<RunnableConfig> {
+    const { checkpoint_ns: namespace = "", checkpoint_id: parentId } = (config.configurable ?? {}) as Record<string, string | undefined>;
     const [blobs, serializedMetadata] = await Promise.all([
-      this._dumpBlobs(threadId!, namespace, checkpoint.channel_values, newVersions),
+      this._dumpBlobs(threadId, namespace, checkpoint.channel_values, newVersions),
       this._dumpMetadata(metadata),
     ]);
-    await this.connections.query(this.upsertCheckpoint, [
+    const params = [
       threadId,
       namespace,
       blobs.map((b) => b[2]),
@@ -59,7 +86,21 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)`;
       parentId,
       this._dumpCheckpoint(checkpoint),
       serializedMetadata,
-    ]);
+    ];
+    if (!messages.length && !listing) await this.connections.query(this.upsertCheckpoint, params);
+    else {
+      await this.connections.query(this.upsertCheckpointWithMessages, [
+        ...params,
+        messages.map(([key]) => key),
+        messages.map(([, text]) => text),
+        listing?.owner.userId ?? null,
+        listing?.owner.agentId ?? null,
+        listing?.owner.threadId ?? null,
+        listing?.summary.title ?? null,
+        listing?.summary.messageCount ?? null,
+        listing?.now ?? null,
+      ]);
+    }
     return { configurable: { thread_id: threadId, checkpoint_ns: namespace, checkpoint_id: checkpoint.id } };
   }
 

@@ -9,7 +9,7 @@ import { THREAD_TABLE, type ThreadEntry, type ThreadIndex, type ThreadOwner, typ
  * with `WHERE thread_id = ...`; the owner index serves a page as one range scan.
  */
 
-const COLUMNS = "thread_id, user_id, agent_id, public_thread_id, title, message_count, created_at, updated_at";
+export const COLUMNS = "thread_id, user_id, agent_id, public_thread_id, title, message_count, created_at, updated_at";
 
 interface Row {
   thread_id: string;
@@ -58,7 +58,8 @@ export async function createPostgresThreadTable(client: pg.ClientBase, schema: s
   for (const statement of threadTableDdl(`"${schema}".${THREAD_TABLE}`, "BIGINT")) await client.query(statement);
 }
 
-const UPSERT_TAIL = `ON CONFLICT (thread_id) DO UPDATE SET
+/** What a write of an existing conversation's row changes (the table aliased as its own name in PostgreSQL). */
+export const UPSERT_TAIL = `ON CONFLICT (thread_id) DO UPDATE SET
   message_count = excluded.message_count,
   updated_at = excluded.updated_at,
   title = COALESCE(excluded.title, ${THREAD_TABLE}.title)`;
@@ -82,6 +83,11 @@ export class SqliteThreadIndex implements ThreadIndex {
   }
 
   async touch(storageKey: string, owner: ThreadOwner, summary: ThreadSummary, now: number): Promise<void> {
+    this.touchNow(storageKey, owner, summary, now);
+  }
+
+  /** `touch`, synchronously, in the caller's transaction (SqliteFileSaver's). */
+  touchNow(storageKey: string, owner: ThreadOwner, summary: ThreadSummary, now: number): void {
     this.touchStmt.run(storageKey, owner.userId, owner.agentId, owner.threadId, summary.title, summary.messageCount, now, now);
   }
 

@@ -1,6 +1,7 @@
 // The message store under LangGraph's own operations, on memory, SQLite and PostgreSQL: updates by
 // id, RemoveMessage, updateState, state history, two workers writing one conversation in turn, a
-// cold read by a new worker, a failed run's unsaved changes, and a write that fails half-way.
+// cold read by a new worker, a failed run's unsaved changes, and a write that fails half-way. SQLite
+// and PostgreSQL run the service's own savers, which write a checkpoint with its rows and listing at once.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -10,11 +11,14 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage } from "@langchain/core/messages";
 import { MessagesAnnotation, REMOVE_ALL_MESSAGES, StateGraph } from "@langchain/langgraph";
-import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
-import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { JsonPlusSerializer, MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import { ownerConfigurable } from "../../src/checkpoints/conversation-owner-key.ts";
 import { MemoryMessageRows, PostgresMessageRows, SqliteMessageRows, type MessageRows } from "../../src/checkpoints/message-rows.ts";
 import { isMessageRefs, MessageStoreSaver } from "../../src/checkpoints/message-store.ts";
+import { BatchedPostgresSaver } from "../../src/checkpoints/pg-saver.ts";
+import { SqliteFileSaver } from "../../src/checkpoints/sqlite-saver.ts";
+import { MemoryThreadIndex } from "../../src/checkpoints/thread-index.ts";
+import { PostgresThreadIndex, SqliteThreadIndex } from "../../src/checkpoints/thread-index-sql.ts";
 import { DATABASE_URL } from "../helpers/postgres.ts";
 
 
@@ -50,27 +54,64 @@ interface Store {
   readonly name: string;
   /** A new worker's saver over the same storage (a fresh cache). */
   worker(): MessageStoreSaver;
+  /**
+   * Make checkpoint writes fail from now on (`true`) or no longer (`false`). On the databases the
+   * conversation list's part fails, so the message rows and checkpoint of the same write must go too.
+   */
+  failWrites(fail: boolean): Promise<void>;
+  /** How many message rows the thread has stored, and its conversation list entry's message count. */
+  stored(thread: string): Promise<{ rows: number; listed: number | null | undefined }>;
   close(): Promise<void>;
 }
+
+const FAILURE = "the database went away";
 
 function memoryStore(): Store {
   const inner = new MemorySaver();
   const rows = new MemoryMessageRows();
-  return { name: "memory", worker: () => new MessageStoreSaver(inner, rows, 10_000), close: async () => {} };
+  const index = new MemoryThreadIndex();
+  const put = inner.put.bind(inner);
+  return {
+    name: "memory",
+    worker: () => new MessageStoreSaver(inner, rows, 10_000, index),
+    async failWrites(fail) {
+      inner.put = fail ? () => Promise.reject(new Error(FAILURE)) : put;
+    },
+    async stored(thread) {
+      const page = await index.list("u", "a", 0, 100);
+      return { rows: (await rows.maxKey(thread)) + 1, listed: page.entries.find((e) => e.storageKey === thread)?.messageCount };
+    },
+    close: async () => {},
+  };
 }
 
 function sqliteStore(): Store {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agenthost-message-store-"));
   const dbs: Database.Database[] = [];
+  const open = () => {
+    const db = new Database(path.join(dir, "store.sqlite"));
+    db.pragma("busy_timeout = 10000");
+    db.pragma("journal_mode = WAL");
+    dbs.push(db);
+    return db;
+  };
   return {
     name: "sqlite",
     worker() {
-      const db = new Database(path.join(dir, "store.sqlite"));
-      db.pragma("busy_timeout = 10000");
-      db.pragma("journal_mode = WAL");
-      dbs.push(db);
-      const inner = new SqliteSaver(db);
-      return new MessageStoreSaver(inner, new SqliteMessageRows(db), 10_000);
+      const db = open();
+      const rows = new SqliteMessageRows(db);
+      const index = new SqliteThreadIndex(db);
+      const saver = new SqliteFileSaver(db, new JsonPlusSerializer(), rows, index);
+      return new MessageStoreSaver(saver, rows, 10_000, index, saver);
+    },
+    async failWrites(fail) {
+      dbs[0]!.exec(fail ? `CREATE TRIGGER fail_listing BEFORE INSERT ON agenthost_threads BEGIN SELECT RAISE(ABORT, '${FAILURE}'); END` : "DROP TRIGGER fail_listing");
+    },
+    async stored(thread) {
+      const db = dbs[0]!;
+      const rows = db.prepare("SELECT count(*) FROM agenthost_messages WHERE thread_id = ?").pluck().get(thread) as number;
+      const listed = db.prepare("SELECT message_count FROM agenthost_threads WHERE thread_id = ?").pluck().get(thread) as number | undefined;
+      return { rows, listed };
     },
     async close() {
       for (const db of dbs) db.close();
@@ -85,18 +126,32 @@ function postgresStore(): Store & { setup(): Promise<void> } {
   const make = () => {
     const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 2 });
     pools.push(pool);
-    return { pool, inner: new PostgresSaver(pool, undefined, { schema }), rows: new PostgresMessageRows(pool, schema) };
+    return { pool, saver: new BatchedPostgresSaver(pool, new JsonPlusSerializer(), schema), rows: new PostgresMessageRows(pool, schema), index: new PostgresThreadIndex(pool, schema) };
   };
   return {
     name: "postgres",
     async setup() {
-      const { inner, rows } = make();
-      await inner.setup();
+      const { saver, rows, index } = make();
+      await saver.setup();
       await rows.setup();
+      await index.setup();
     },
     worker() {
-      const { inner, rows } = make();
-      return new MessageStoreSaver(inner, rows, 10_000);
+      const { saver, rows, index } = make();
+      return new MessageStoreSaver(saver, rows, 10_000, index, saver);
+    },
+    async failWrites(fail) {
+      await pools[0]!.query(
+        fail
+          ? `CREATE FUNCTION "${schema}".fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION '${FAILURE}'; END $$;
+             CREATE TRIGGER fail_listing BEFORE INSERT ON "${schema}".agenthost_threads FOR EACH ROW EXECUTE FUNCTION "${schema}".fail()`
+          : `DROP TRIGGER fail_listing ON "${schema}".agenthost_threads; DROP FUNCTION "${schema}".fail()`,
+      );
+    },
+    async stored(thread) {
+      const rows = await pools[0]!.query<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".agenthost_messages WHERE thread_id = $1`, [thread]);
+      const listed = await pools[0]!.query<{ message_count: number }>(`SELECT message_count FROM "${schema}".agenthost_threads WHERE thread_id = $1`, [thread]);
+      return { rows: Number(rows.rows[0]!.n), listed: listed.rows[0]?.message_count };
     },
     async close() {
       await pools[0]!.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
@@ -189,19 +244,32 @@ for (const makeStore of [memoryStore, sqliteStore, postgresStore]) {
       assert.deepEqual(texts(messages).slice(-2), ["human:again", "ai:answer to again"]);
     });
 
-    test("a checkpoint write that fails after its messages were stored leaves no dangling reference and no reused key", async () => {
+    test("a checkpoint write that fails stores none of its messages or listing, leaves no dangling reference and reuses no key", async () => {
       const saver = store.worker();
-      await turn(saver, "half", "hello");
-      const inner = saver.inner as { put: BaseCheckpointSaver["put"] };
-      const put = inner.put.bind(saver.inner);
-      inner.put = async () => {
-        throw new Error("the database went away");
+      const owned = (said: string) =>
+        graphOn(saver).invoke({ messages: [new HumanMessage(said)] }, { configurable: { thread_id: "half", ...ownerConfigurable("u", "a", "half") } });
+      await owned("hello");
+      assert.deepEqual(await store.stored("half"), { rows: 2, listed: 2 });
+      const checkpoints = async () => {
+        let count = 0;
+        for await (const _ of saver.list({ configurable: { thread_id: "half" } })) count++;
+        return count;
       };
-      await assert.rejects(turn(saver, "half", "lost"), /the database went away/);
-      inner.put = put;
+      const before = await checkpoints();
+      await store.failWrites(true);
+      try {
+        await assert.rejects(owned("lost"), new RegExp(FAILURE));
+      } finally {
+        await store.failWrites(false);
+      }
+      const stored = await checkpoints();
+      // The databases stored the run's first checkpoint (its input; no new message, no listing), not the one that failed.
+      assert.ok(stored <= before + 1, `no checkpoint of the failed write: ${before} before, ${stored} after`);
+      assert.deepEqual(await store.stored("half"), { rows: 2, listed: 2 }, "nothing of the failed write is stored");
       saver.discard("half");
-      await turn(saver, "half", "after");
+      await owned("after");
       assert.deepEqual(texts(await read(store.worker(), "half")), ["human:hello", "ai:answer to hello", "human:after", "ai:answer to after"]);
+      assert.deepEqual(await store.stored("half"), { rows: 4, listed: 4 });
     });
   });
 }

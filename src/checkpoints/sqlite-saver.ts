@@ -1,0 +1,82 @@
+import type Database from "better-sqlite3";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { copyCheckpoint, WRITES_IDX_MAP, type Checkpoint, type CheckpointMetadata, type PendingWrite, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import type { CheckpointWrite, CheckpointWriter } from "./checkpoint-writer.ts";
+import type { SqliteMessageRows } from "./message-rows.ts";
+import type { SqliteThreadIndex } from "./thread-index-sql.ts";
+
+/**
+ * LangGraph's SqliteSaver, writing what it writes with statements prepared once (the library
+ * prepares its INSERT again on every `put` and `putWrites`), and, as the message store's writer, a
+ * checkpoint together with its new message rows and its conversation-list entry in one transaction:
+ * one commit to the WAL where there were three. Same tables, same rows, same conflict rules (a test
+ * stores one conversation through both savers and compares the rows); reads are the library's.
+ * Its schema is created when it is built, inside openSqliteFile's transaction, not on first use.
+ */
+export class SqliteFileSaver extends SqliteSaver implements CheckpointWriter {
+  private readonly insertCheckpoint: Database.Statement;
+  /** A step's writes: replacing earlier ones when every channel is a special one (WRITES_IDX_MAP), else keeping them. */
+  private readonly replaceWrites: Database.Statement;
+  private readonly keepWrites: Database.Statement;
+  private readonly storeWrites: (statement: Database.Statement, rows: unknown[][]) => void;
+  private readonly storeCheckpoint: (write: CheckpointWrite, row: unknown[]) => void;
+
+  constructor(
+    db: Database.Database,
+    serde: SerializerProtocol,
+    rows: SqliteMessageRows,
+    threads: SqliteThreadIndex,
+  ) {
+    super(db, serde);
+    this.setup();
+    this.insertCheckpoint = db.prepare(
+      "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    );
+    const writes = (conflict: string) =>
+      db.prepare(`INSERT ${conflict} INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+    this.replaceWrites = writes("OR REPLACE");
+    this.keepWrites = writes("OR IGNORE");
+    this.storeWrites = db.transaction((statement: Database.Statement, rows: unknown[][]) => {
+      for (const row of rows) statement.run(row);
+    });
+    this.storeCheckpoint = db.transaction(({ threadId, messages, listing }: CheckpointWrite, row: unknown[]) => {
+      rows.insertNow(threadId, messages);
+      this.insertCheckpoint.run(row);
+      if (listing) threads.touchNow(threadId, listing.owner, listing.summary, listing.now);
+    });
+  }
+
+  override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata): Promise<RunnableConfig> {
+    const threadId: unknown = config.configurable?.thread_id;
+    if (typeof threadId !== "string" || !threadId) throw new Error(`Missing "thread_id" field in passed "config.configurable".`);
+    return this.write({ config, checkpoint, metadata, newVersions: {}, threadId, messages: [], listing: undefined });
+  }
+
+  async write(write: CheckpointWrite): Promise<RunnableConfig> {
+    const { config, checkpoint, metadata, threadId } = write;
+    const namespace = (config.configurable?.checkpoint_ns as string | undefined) ?? "";
+    const [[type, serialized], [metadataType, serializedMetadata]] = await Promise.all([
+      this.serde.dumpsTyped(copyCheckpoint(checkpoint)),
+      this.serde.dumpsTyped(metadata),
+    ]);
+    if (type !== metadataType) throw new Error("the checkpoint and its metadata were serialised to different types");
+    const parent: unknown = config.configurable?.checkpoint_id;
+    this.storeCheckpoint(write, [threadId, namespace, checkpoint.id, parent ?? null, type, serialized, serializedMetadata]);
+    return { configurable: { thread_id: threadId, checkpoint_ns: namespace, checkpoint_id: checkpoint.id } };
+  }
+
+  override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
+    const { thread_id: threadId, checkpoint_ns: namespace, checkpoint_id: checkpointId } = (config.configurable ?? {}) as Record<string, unknown>;
+    if (!threadId) throw new Error("Missing thread_id field in config.configurable.");
+    if (!checkpointId) throw new Error("Missing checkpoint_id field in config.configurable.");
+    const statement = writes.every(([channel]) => channel in WRITES_IDX_MAP) ? this.replaceWrites : this.keepWrites;
+    const rows = await Promise.all(
+      writes.map(async ([channel, value], idx) => {
+        const [type, serialized] = await this.serde.dumpsTyped(value);
+        return [threadId, namespace, checkpointId, taskId, WRITES_IDX_MAP[channel] ?? idx, channel, type, serialized];
+      }),
+    );
+    this.storeWrites(statement, rows);
+  }
+}

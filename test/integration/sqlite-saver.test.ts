@@ -1,0 +1,84 @@
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { AIMessage, HumanMessage } from "@langchain/core/messages";
+import { Command, MessagesAnnotation, StateGraph, interrupt } from "@langchain/langgraph";
+import { JsonPlusSerializer, type BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { SqliteMessageRows } from "../../src/checkpoints/message-rows.ts";
+import { SqliteFileSaver } from "../../src/checkpoints/sqlite-saver.ts";
+import { SqliteThreadIndex } from "../../src/checkpoints/thread-index-sql.ts";
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agenthost-sqlite-saver-"));
+const dbs: Database.Database[] = [];
+after(() => {
+  for (const db of dbs) db.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function open(name: string): Database.Database {
+  const db = new Database(path.join(dir, name));
+  db.pragma("journal_mode = WAL");
+  dbs.push(db);
+  return db;
+}
+
+/** Two turns, an interrupt answered, and a Send fan-out, on `saver`: the states and history read back. */
+async function converse(saver: BaseCheckpointSaver) {
+  const graph = new StateGraph(MessagesAnnotation)
+    .addNode("answer", (state: typeof MessagesAnnotation.State) => ({ messages: [new AIMessage({ id: `a${state.messages.length}`, content: `seen ${state.messages.length}` })] }))
+    .addNode("approve", () => {
+      const reply = interrupt("approve?");
+      return { messages: [new AIMessage({ id: "approval", content: String(reply) })] };
+    })
+    .addEdge("__start__", "answer")
+    .addEdge("answer", "approve")
+    .compile({ checkpointer: saver });
+  const config = { configurable: { thread_id: "t" }, durability: "sync" as const };
+  await graph.invoke({ messages: [new HumanMessage({ id: "h1", content: "one" })] }, config);
+  await graph.invoke(new Command({ resume: "yes" }), config);
+  await graph.invoke({ messages: [new HumanMessage({ id: "h2", content: "two" })] }, config);
+  const history = [];
+  for await (const snapshot of graph.getStateHistory(config)) history.push({ next: snapshot.next, values: snapshot.values, tasks: snapshot.tasks.map((t) => [t.name, t.interrupts.length]) });
+  return history;
+}
+
+/** The stored rows, without what differs by design between two runs (checkpoint ids, times, and interrupt ids derived from them). */
+function rowsOf(db: Database.Database) {
+  const checkpoints = db.prepare("SELECT thread_id, checkpoint_ns, parent_checkpoint_id IS NULL AS root, type, checkpoint, metadata FROM checkpoints ORDER BY checkpoint_id").all() as Array<
+    Record<string, unknown> & { checkpoint: Buffer; metadata: Buffer }
+  >;
+  const writes = db.prepare("SELECT thread_id, checkpoint_ns, idx, channel, type, value FROM writes ORDER BY checkpoint_id, task_id, idx").all();
+  return {
+    checkpoints: checkpoints.map(({ checkpoint, metadata, ...row }) => {
+      const { id: _id, ts: _ts, ...stable } = JSON.parse(checkpoint.toString()) as Record<string, unknown>;
+      return { ...row, checkpoint: stable, metadata: JSON.parse(metadata.toString()) as unknown };
+    }),
+    writes: writes.map((w) => ({ ...(w as Record<string, unknown>), value: String((w as { value: Buffer }).value).replace(/"id":"[0-9a-f]{32}"/g, '"id":"…"') })),
+  };
+}
+
+test("the service's SQLite saver stores what LangGraph's SqliteSaver stores, and reads back the same history", async () => {
+  const libraryDb = open("library.sqlite");
+  const serviceDb = open("service.sqlite");
+  const library = new SqliteSaver(libraryDb, new JsonPlusSerializer());
+  const service = new SqliteFileSaver(serviceDb, new JsonPlusSerializer(), new SqliteMessageRows(serviceDb), new SqliteThreadIndex(serviceDb));
+
+  const fromLibrary = await converse(library);
+  const fromService = await converse(service);
+  assert.deepEqual(fromService, fromLibrary, "the same states, history and interrupts read back");
+  const [libraryRows, serviceRows] = [rowsOf(libraryDb), rowsOf(serviceDb)];
+  assert.ok(libraryRows.checkpoints.length > 5 && libraryRows.writes.length > 5);
+  assert.deepEqual(serviceRows, libraryRows, "the same checkpoint and write rows");
+});
+
+test("each SqliteSaver refusal holds: no thread id, no checkpoint id for writes", async () => {
+  const db = open("refusals.sqlite");
+  const saver = new SqliteFileSaver(db, new JsonPlusSerializer(), new SqliteMessageRows(db), new SqliteThreadIndex(db));
+  const checkpoint = { v: 4, id: "c1", ts: "", channel_values: {}, channel_versions: {}, versions_seen: {} };
+  await assert.rejects(saver.put({ configurable: {} }, checkpoint, { source: "input", step: -1, parents: {} }), /thread_id/);
+  await assert.rejects(saver.putWrites({ configurable: { thread_id: "t" } }, [["messages", []]], "task"), /checkpoint_id/);
+});
