@@ -1,12 +1,11 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { AIMessage, HumanMessage } from "@langchain/core/messages";
-import { Command, MessagesAnnotation, StateGraph, interrupt } from "@langchain/langgraph";
 import { JsonPlusSerializer, type BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import pg from "pg";
 import { BatchedPostgresSaver } from "../../src/checkpoints/pg-saver.ts";
 import { DATABASE_URL, dropSchema, uniqueSchema } from "../helpers/postgres.ts";
+import { converseWithInterrupt } from "../helpers/saver-conversation.ts";
 
 const pools: pg.Pool[] = [];
 const schemas: string[] = [];
@@ -35,26 +34,12 @@ function countedPool(): { pool: pg.Pool; statements: () => number } {
   return { pool, statements: () => count };
 }
 
-/** Two turns and an interrupt answered, on `saver`: how many statements that took, and the history read back. */
+/** The shared conversation on `saver`: how many statements it took, and the history read back. */
 async function converse(saver: BaseCheckpointSaver, statements: () => number) {
-  const graph = new StateGraph(MessagesAnnotation)
-    .addNode("answer", (state: typeof MessagesAnnotation.State) => ({ messages: [new AIMessage({ id: `a${state.messages.length}`, content: `seen ${state.messages.length}` })] }))
-    .addNode("approve", () => {
-      const reply = interrupt("approve?");
-      return { messages: [new AIMessage({ id: "approval", content: String(reply) })] };
-    })
-    .addEdge("__start__", "answer")
-    .addEdge("answer", "approve")
-    .compile({ checkpointer: saver });
-  const config = { configurable: { thread_id: "t" }, durability: "sync" as const };
   const before = statements();
-  await graph.invoke({ messages: [new HumanMessage({ id: "h1", content: "one" })] }, config);
-  await graph.invoke(new Command({ resume: "yes" }), config);
-  await graph.invoke({ messages: [new HumanMessage({ id: "h2", content: "two" })] }, config);
+  const conversation = await converseWithInterrupt(saver);
   const used = statements() - before;
-  const history = [];
-  for await (const snapshot of graph.getStateHistory(config)) history.push({ next: snapshot.next, values: snapshot.values, tasks: snapshot.tasks.map((t) => [t.name, t.interrupts.length]) });
-  return { used, history };
+  return { used, history: await conversation.history() };
 }
 
 async function tableShape(schema: string) {

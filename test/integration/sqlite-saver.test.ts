@@ -4,13 +4,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { AIMessage, HumanMessage } from "@langchain/core/messages";
-import { Command, MessagesAnnotation, StateGraph, interrupt } from "@langchain/langgraph";
-import { JsonPlusSerializer, type BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { SqliteMessageRows } from "../../src/checkpoints/message-rows.ts";
 import { SqliteFileSaver } from "../../src/checkpoints/sqlite-saver.ts";
 import { SqliteThreadIndex } from "../../src/checkpoints/thread-index-sql.ts";
+import { converseWithInterrupt } from "../helpers/saver-conversation.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agenthost-sqlite-saver-"));
 const dbs: Database.Database[] = [];
@@ -24,26 +23,6 @@ function open(name: string): Database.Database {
   db.pragma("journal_mode = WAL");
   dbs.push(db);
   return db;
-}
-
-/** Two turns, an interrupt answered, and a Send fan-out, on `saver`: the states and history read back. */
-async function converse(saver: BaseCheckpointSaver) {
-  const graph = new StateGraph(MessagesAnnotation)
-    .addNode("answer", (state: typeof MessagesAnnotation.State) => ({ messages: [new AIMessage({ id: `a${state.messages.length}`, content: `seen ${state.messages.length}` })] }))
-    .addNode("approve", () => {
-      const reply = interrupt("approve?");
-      return { messages: [new AIMessage({ id: "approval", content: String(reply) })] };
-    })
-    .addEdge("__start__", "answer")
-    .addEdge("answer", "approve")
-    .compile({ checkpointer: saver });
-  const config = { configurable: { thread_id: "t" }, durability: "sync" as const };
-  await graph.invoke({ messages: [new HumanMessage({ id: "h1", content: "one" })] }, config);
-  await graph.invoke(new Command({ resume: "yes" }), config);
-  await graph.invoke({ messages: [new HumanMessage({ id: "h2", content: "two" })] }, config);
-  const history = [];
-  for await (const snapshot of graph.getStateHistory(config)) history.push({ next: snapshot.next, values: snapshot.values, tasks: snapshot.tasks.map((t) => [t.name, t.interrupts.length]) });
-  return history;
 }
 
 /** The stored rows, without what differs by design between two runs (checkpoint ids, times, and interrupt ids derived from them). */
@@ -67,8 +46,8 @@ test("the service's SQLite saver stores what LangGraph's SqliteSaver stores, and
   const library = new SqliteSaver(libraryDb, new JsonPlusSerializer());
   const service = new SqliteFileSaver(serviceDb, new JsonPlusSerializer(), new SqliteMessageRows(serviceDb), new SqliteThreadIndex(serviceDb));
 
-  const fromLibrary = await converse(library);
-  const fromService = await converse(service);
+  const fromLibrary = await (await converseWithInterrupt(library)).history();
+  const fromService = await (await converseWithInterrupt(service)).history();
   assert.deepEqual(fromService, fromLibrary, "the same states, history and interrupts read back");
   const [libraryRows, serviceRows] = [rowsOf(libraryDb), rowsOf(serviceDb)];
   assert.ok(libraryRows.checkpoints.length > 5 && libraryRows.writes.length > 5);
