@@ -12,10 +12,12 @@ import { MessageStoreSaver } from "./message-store.ts";
 
 export type SaverOperation = "getTuple" | "list" | "put" | "putWrites" | "deleteThread";
 
-/** Where durations go: a histogram's `startTimer` (ServiceMetrics.checkpointDuration). */
+/** Where durations go: a histogram (ServiceMetrics.checkpointDuration), one timer per label set. */
 export interface OperationTimer {
-  startTimer(labels: { backend: string; operation: SaverOperation }): () => void;
+  labels(labels: { backend: string; operation: SaverOperation }): { startTimer(): () => void };
 }
+
+const OPERATIONS: readonly SaverOperation[] = ["getTuple", "list", "put", "putWrites", "deleteThread"];
 
 /** Where each operation is traced (Tracing.checkpoint); absent when tracing is off. */
 export interface OperationTracer {
@@ -27,17 +29,21 @@ export interface OperationTracer {
  * putWrites, deleteThread) measured around it, and (tracing on) each but `list` a span. Everything else goes to the store as it is.
  */
 export class TimedSaver extends BaseCheckpointSaver {
+  /** Each operation's timer, its labels resolved once rather than on every call. */
+  private readonly timers: ReadonlyMap<SaverOperation, { startTimer(): () => void }>;
+
   constructor(
     readonly store: MessageStoreSaver,
     private readonly backend: string,
-    private readonly timer: OperationTimer,
+    timer: OperationTimer,
     private readonly tracer?: OperationTracer,
   ) {
     super(store.serde);
+    this.timers = new Map(OPERATIONS.map((operation) => [operation, timer.labels({ backend, operation })]));
   }
 
   private async timed<T>(operation: SaverOperation, call: () => Promise<T>): Promise<T> {
-    const end = this.timer.startTimer({ backend: this.backend, operation });
+    const end = this.timers.get(operation)!.startTimer();
     try {
       return await (this.tracer ? this.tracer.checkpoint(this.backend, operation, call) : call());
     } finally {
@@ -50,7 +56,7 @@ export class TimedSaver extends BaseCheckpointSaver {
   }
 
   override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
-    const end = this.timer.startTimer({ backend: this.backend, operation: "list" });
+    const end = this.timers.get("list")!.startTimer();
     try {
       yield* this.store.list(config, options);
     } finally {
