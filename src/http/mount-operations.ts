@@ -1,10 +1,10 @@
-import { Router, type Request, type Response } from "express";
+import type { Request, RequestHandler, Response } from "express";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { RunStream } from "../conversations/turns.ts";
 import type { RunReplay } from "../runs/stream-log/event-log.ts";
 import type { StreamLogs } from "../runs/stream-log/stream-logs.ts";
-import { refuseOtherMethods } from "./middleware/method-not-allowed.ts";
+import { ApiError } from "./api-error.ts";
 import { serveResumable, writeReplay } from "./resumable-stream.ts";
 import { documentedPath, expressPath, isStream, pathParameters, type HandlerOf, type JsonOperation, type Operation, type OperationInput } from "./operation.ts";
 import { bodyWithQuery, parseBody, parseQuery } from "./parse-input.ts";
@@ -110,40 +110,128 @@ function serve(id: string, operation: Operation, handler: AnyHandler, settings: 
   };
 }
 
-/** Name the request's route for metrics, logs and traces in its OpenAPI form (`/{agent_id}/invoke`). */
-function labelRoute(operation: Operation) {
-  const withAgent = documentedPath(operation, true);
-  const without = documentedPath(operation, false);
-  return (req: Request, res: Response, next: () => void) => {
-    scopeOf(res).route = typeof req.params.agentId === "string" ? withAgent : without;
-    next();
-  };
+/** One segment of an operation's path: a literal (compared without case, as Express does) or a parameter. */
+type Segment = { readonly literal: string } | { readonly param: string };
+
+/** A path of the table and the handlers of the operations served there, by method. */
+interface Route {
+  readonly segments: readonly Segment[];
+  readonly agentScoped: boolean;
+  /** The route's name in metrics, logs and traces, in OpenAPI form: with the agent segment, and without. */
+  readonly labels: { readonly withAgent: string; readonly without: string };
+  readonly handlers: Map<string, (req: Request, res: Response) => Promise<void>>;
+  allow: string;
+}
+
+/** The request path's segments: without the leading slash, and without one trailing slash (Express's non-strict routing). */
+function segmentsOf(path: string): string[] {
+  const parts = path.split("/");
+  parts.shift();
+  if (parts.length > 1 && parts[parts.length - 1] === "") parts.pop();
+  return parts;
+}
+
+/** The route's parameters when `parts` is its path (`agentId` for a named agent); undefined when it is not. */
+function matchRoute(route: Route, parts: readonly string[]): Record<string, string> | undefined {
+  const offset = parts.length - route.segments.length;
+  if (offset !== 0 && !(offset === 1 && route.agentScoped)) return undefined;
+  const raw: Array<[string, string]> = [];
+  if (offset === 1) {
+    if (!parts[0]) return undefined;
+    raw.push(["agentId", parts[0]]);
+  }
+  for (let i = 0; i < route.segments.length; i++) {
+    const segment = route.segments[i]!;
+    const part = parts[i + offset]!;
+    if ("literal" in segment) {
+      if (part.toLowerCase() !== segment.literal) return undefined;
+    } else if (part) raw.push([segment.param, part]);
+    else return undefined;
+  }
+  const params: Record<string, string> = {};
+  for (const [name, value] of raw) {
+    try {
+      params[name] = decodeURIComponent(value);
+    } catch (error) {
+      // Marked as Express's router marks it: a client error, answered 400 bad_request (error-answer.ts).
+      throw Object.assign(error as Error, { status: 400 });
+    }
+  }
+  return params;
 }
 
 /**
- * Mount the public operations (probes) or the authenticated ones, in table order, with their
- * handlers on a new router. Operations that share a path share one Express route, so a method none
- * of them serves is answered 405 with `Allow`.
+ * Serve the public operations (probes) or the authenticated ones, in table order: the first route
+ * whose path matches takes the request, a method none of its operations serves is answered 405
+ * with `Allow` (HEAD is served by GET, as in Express), and a path no route has goes on to the next
+ * middleware. The route names the request in metrics, logs and traces (`/{agent_id}/invoke`).
+ *
+ * Paths that two routes could both match (`/resume/stream`: the default agent's resume stream, or
+ * agent "resume"'s stream) are answered by the route declared first (the route table puts resume
+ * before runs); all such overlaps serve POST only. One pass over a short list per request, where
+ * an Express router tests each route's pattern in turn through its layers.
  */
+/** The operations middleware, with what it serves ("METHOD path", paths as Express writes them) for the OpenAPI test. */
+export type OperationsHandler = RequestHandler & { readonly served: readonly string[] };
+
 export function mountOperations<T extends Record<string, Operation>>(
   operations: T,
   handlers: { readonly [K in keyof T]: HandlerOf<T[K]> },
   settings: MountSettings,
   which: "public" | "authenticated",
-): Router {
-  const router = Router();
-  const routes = new Map<string, ReturnType<Router["route"]>>();
+): OperationsHandler {
+  const routes: Route[] = [];
+  const byPath = new Map<string, Route>();
   for (const id of Object.keys(operations) as Array<keyof T & string>) {
     const operation = operations[id]!;
     if ((operation.public === true) !== (which === "public")) continue;
-    const path = expressPath(operation);
-    let route = routes.get(path);
+    let route = byPath.get(expressPath(operation));
     if (!route) {
-      route = router.route(path);
-      route.all(labelRoute(operation));
-      routes.set(path, route);
+      const segments = operation.path
+        .split("/")
+        .slice(1)
+        .map((part): Segment => (part.startsWith(":") ? { param: part.slice(1) } : { literal: part.toLowerCase() }));
+      route = {
+        segments,
+        agentScoped: operation.agentScoped,
+        labels: { withAgent: documentedPath(operation, true), without: documentedPath(operation, false) },
+        handlers: new Map(),
+        allow: "",
+      };
+      byPath.set(expressPath(operation), route);
+      routes.push(route);
     }
-    route[operation.method](serve(id, operation, handlers[id] as AnyHandler, settings));
+    route.handlers.set(operation.method.toUpperCase(), serve(id, operation, handlers[id] as AnyHandler, settings));
   }
-  return refuseOtherMethods(router);
+  for (const route of routes) {
+    const methods = new Set(route.handlers.keys());
+    if (methods.has("GET")) methods.add("HEAD");
+    route.allow = [...methods].join(", ");
+  }
+
+  const served = [...byPath].flatMap(([path, route]) => [...route.handlers.keys()].map((method) => `${method} ${path}`));
+  const handler: RequestHandler = (req, res, next) => {
+    const parts = segmentsOf(req.path);
+    for (const route of routes) {
+      let params: Record<string, string> | undefined;
+      try {
+        params = matchRoute(route, parts);
+      } catch (error) {
+        next(error);
+        return;
+      }
+      if (!params) continue;
+      req.params = params;
+      scopeOf(res).route = params.agentId === undefined ? route.labels.without : route.labels.withAgent;
+      const serveRequest = route.handlers.get(req.method) ?? (req.method === "HEAD" ? route.handlers.get("GET") : undefined);
+      if (!serveRequest) {
+        next(new ApiError("method_not_allowed", { headers: { Allow: route.allow } }));
+        return;
+      }
+      serveRequest(req, res).catch(next);
+      return;
+    }
+    next();
+  };
+  return Object.assign(handler, { served });
 }

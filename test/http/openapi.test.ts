@@ -12,13 +12,15 @@ type Document = {
   components: { headers?: Record<string, unknown>; parameters?: Record<string, { in?: string }> };
 };
 
-/** Routes of the app and the routers mounted on it: "METHOD path" for each method a route serves. */
+/** Routes of the app, the routers mounted on it and the route table's middleware: "METHOD path" for each method served. */
 function mountedOperations(stack: readonly unknown[], into = new Set<string>()): Set<string> {
-  for (const layer of stack as Array<{ route?: { path: string; stack: Array<{ method?: string }> }; handle?: { stack?: unknown[] } }>) {
+  for (const layer of stack as Array<{ route?: { path: string; stack: Array<{ method?: string }> }; handle?: { stack?: unknown[]; served?: readonly string[] } }>) {
     if (layer.route) {
       for (const handler of layer.route.stack) if (handler.method) into.add(`${handler.method.toUpperCase()} ${layer.route.path}`);
     } else if (Array.isArray(layer.handle?.stack)) {
       mountedOperations(layer.handle.stack, into);
+    } else if (layer.handle?.served) {
+      for (const entry of layer.handle.served) into.add(entry);
     }
   }
   return into;

@@ -6,11 +6,7 @@ import { ApiError } from "../api-error.ts";
  * `Allow` header naming the methods the route serves (HEAD wherever GET is served, as Express
  * answers HEAD with the GET handler). Express runs a route's handlers in order and only those of the
  * request's method, so the 405 runs exactly when none of them matched. Call it once, after the
- * router's routes are declared.
- *
- * Paths that two routes could both match (`/resume/stream`: the default agent's resume stream, or
- * agent "resume"'s stream) are answered by the route declared first (the route table puts resume
- * before runs); all such overlaps serve POST only.
+ * router's routes are declared. (The route table's operations do the same in mount-operations.ts.)
  */
 export function refuseOtherMethods(router: Router): Router {
   for (const layer of router.stack) {
