@@ -76,6 +76,8 @@ test("installed from the tarball: --help and --version start nothing; the servic
   assert.match(help, /^Usage: agenthost/);
   assert.equal(run("npx", ["--no-install", "agenthost", "--version"], { cwd: project }).trim(), VERSION);
   assert.equal(run("npx", ["--no-install", "agenthost-maintenance", "--version"], { cwd: project }).trim(), VERSION);
+  assert.equal(run("npx", ["--no-install", "agenthost-maintenance", "-v"], { cwd: project }).trim(), VERSION);
+  assert.match(run("npx", ["--no-install", "agenthost-maintenance", "--help"], { cwd: project }), /^Usage: agenthost-maintenance /);
   assert.match(run("npx", ["--no-install", "agenthost-chat", "--help"], { cwd: project }), /^Usage: agenthost-chat/);
 
   const service = await startBin(path.join(project, "node_modules/.bin/agenthost"), { USE_FAKE_MODEL: "true", AUTH_SECRET: "change-me" }, project);
