@@ -65,8 +65,15 @@ export async function runEntry(entry) {
     process.stderr.write(`agenthost: ${path.join(PACKAGE_ROOT, "dist")} is missing; this package was not built\n`);
     process.exit(1);
   }
-  const { register } = await import("tsx/esm/api");
-  register();
+  let tsx;
+  try {
+    tsx = await import("tsx/esm/api");
+  } catch (error) {
+    if (error?.code !== "ERR_MODULE_NOT_FOUND") throw error;
+    process.stderr.write("agenthost: dist/ is missing or older than the sources, and tsx (a development dependency) is not installed: install the development dependencies (npm ci) and run npm run build\n");
+    process.exit(1);
+  }
+  tsx.register();
   await import(pathToFileURL(path.join(PACKAGE_ROOT, `${entry}.ts`)).href);
 }
 

@@ -34,9 +34,10 @@ export async function loadAgentFromImportString(importString: string, cwd = proc
   const isFile = specifier.startsWith(".") || path.isAbsolute(specifier);
   const target = isFile ? pathToFileURL(path.resolve(cwd, specifier)).href : specifier;
 
+  // A TypeScript file nothing can load is refused with its own line, not as a failed import.
+  if (isFile) await prepareToImport(importString, path.resolve(cwd, specifier));
   let namespace: Record<string, unknown>;
   try {
-    if (isFile) await prepareToImport(target);
     namespace = (await import(target)) as Record<string, unknown>;
   } catch (error) {
     throw new Error(`AGENT_PATHS entry "${importString}" does not resolve: ${unresolvedReason(specifier, isFile, cwd, error)}`, { cause: error });

@@ -6,6 +6,7 @@ import type { Config } from "../config/schema.ts";
 import { createLogger, failureForLog, logFatalErrors, type Logger } from "../observability/logger.ts";
 import { PrimaryMetrics, renderClusterMetrics, type MetricsJson } from "../observability/metrics.ts";
 import { LeaseReaper } from "../admission/locks/lease-reaper.ts";
+import { checkTypeScriptAgents, TypeScriptAgentRefusal } from "../agents/typescript-loader.ts";
 import { recordLimits } from "../runs/stream-log/default-stream-logs.ts";
 import { CancelBroker } from "./cancel-broker.ts";
 import { EventLogBroker } from "./event-log-broker.ts";
@@ -50,8 +51,8 @@ function refuse(message: string): never {
 }
 
 /**
- * The supervising primary: validates the configuration, checks PORT, the database and Redis, forks WEB_CONCURRENCY workers, polls
- * their liveness over IPC, replaces dead, unresponsive and stalled ones with backoff, exits
+ * The supervising primary: validates the configuration, checks PORT, that TypeScript AGENT_PATHS
+ * files can be loaded, the database and Redis, forks WEB_CONCURRENCY workers, polls their liveness over IPC, replaces dead, unresponsive and stalled ones with backoff, exits
  * non-zero on a crash loop, brokers conversation locks (without REDIS_URL), serves the
  * aggregated metrics, and on SIGTERM/SIGINT drains the workers and exits.
  */
@@ -101,12 +102,13 @@ class Supervisor {
     const { config, logger } = this;
     try {
       await checkPort(config);
+      await checkTypeScriptAgents(config.AGENT_PATHS);
       const unreachable = await Promise.all([checkDatabase(config), checkRedis(config)]);
       for (const problem of unreachable) {
         if (problem) logger.warn({ setting: problem.setting }, `${problem.message}; workers start not ready and wait for it`);
       }
     } catch (error) {
-      if (error instanceof StartupRefusal) refuse(error.message);
+      if (error instanceof StartupRefusal || error instanceof TypeScriptAgentRefusal) refuse(error.message);
       throw error;
     }
     this.reaper = config.REDIS_URL

@@ -1,5 +1,5 @@
-/** The text `bin/maintenance --help` prints: every flag, the modes, the exit status. */
-export const HELP_TEXT = `Usage: bin/maintenance --backend filedb|serverdb (--manifest FILE | --before ISO8601) [options]
+/** The text `agenthost-maintenance --help` (bin/maintenance) prints: every flag, the modes, the exit status. */
+export const HELP_TEXT = `Usage: agenthost-maintenance --backend filedb|serverdb (--manifest FILE | --before ISO8601) [options]
 
 Checkpoint migration and retention for agenthost. Run it only while every service worker and
 background writer is stopped, and after taking and verifying a backup: rollback = restore the backup.
@@ -29,8 +29,10 @@ Flags:
   --apply=true|false          true: execute in one transaction. false or omitted: dry run.
                               Any other value is an error.
   -h, --help                  show this text
+  -v, --version               print the version of agenthost
 
-Exactly one of --manifest and --before is required.
+Exactly one of --manifest and --before is required. In a checkout of the repository the command
+is bin/maintenance.
 
 Output: a JSON report on stdout (operation, applied, row counts per table, and the thread mappings
 or the eligible thread ids), never checkpoint content or credentials.

@@ -3,6 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { filedb, say, writeManifest } from "../fixtures/maintenance/harness.ts";
 import { defineMaintenanceSuite } from "../fixtures/maintenance/suite.ts";
@@ -32,11 +33,20 @@ function assertRefused(exit: Exit, code: number, reason: RegExp) {
   assert.match(exit.stderr, reason);
 }
 
-test("bin/maintenance: --help explains every flag and exits 0", async () => {
+test("bin/maintenance: --help names the command as installed, explains every flag and exits 0", async () => {
   const exit = await maintenance(["--help"]);
   assert.equal(exit.code, 0);
-  for (const flag of ["--backend", "--filedb-path", "--serverdb-env", "--schema", "--manifest", "--before", "--apply"]) {
+  assert.match(exit.stdout, /^Usage: agenthost-maintenance --backend /);
+  for (const flag of ["--backend", "--filedb-path", "--serverdb-env", "--schema", "--manifest", "--before", "--apply", "--version"]) {
     assert.ok(exit.stdout.includes(flag), `--help does not mention ${flag}`);
+  }
+});
+
+test("bin/maintenance: --version and -v print the package's version and nothing else", async () => {
+  const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+  for (const flag of ["--version", "-v"]) {
+    const exit = await maintenance([flag]);
+    assert.deepEqual(exit, { code: 0, stdout: `${version}\n`, stderr: "" }, flag);
   }
 });
 

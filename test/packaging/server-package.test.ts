@@ -1,18 +1,22 @@
 // The server package as people get it: built and packed from a copy of this checkout, its compiled
 // service answering the README's own commands, then installed from the tarball into a fresh project
-// (dependencies from the registry), where `npx agenthost --help` starts nothing and the installed
-// service answers the installed client.
+// (dependencies from the registry), where `npx agenthost --help` starts nothing, the installed
+// service answers the installed client, `agenthost/agent` imports, `agenthost/client` type-checks,
+// and (tsx being only a development dependency) a TypeScript AGENT_PATHS file is refused in one line
+// on a Node that does not strip types.
 import assert from "node:assert/strict";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
-import { copyOfCheckout, pack, projectWith, removeTempFolders, ROOT, run, startBin, tempFolder } from "./packaging-helper.ts";
+import { spawnSync } from "node:child_process";
+import { copyOfCheckout, pack, projectWith, removeTempFolders, ROOT, run, startBin, tempFolder, TSC } from "./packaging-helper.ts";
 
 const FAKE = "This is a test response from the fake model.";
 const VERSION = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { version: string }).version;
 
 let checkout: string;
 let tarball: string;
+let project: string;
 
 before(() => {
   checkout = copyOfCheckout(["package.json", "README.md", "Procfile", "tsconfig.json", "tsconfig.build.json", "bin", "src", "workers", "docs"]);
@@ -20,6 +24,7 @@ before(() => {
   writeFileSync(path.join(checkout, "scripts/build.mjs"), readFileSync(path.join(ROOT, "scripts/build.mjs")));
   run(process.execPath, ["scripts/build.mjs"], { cwd: checkout });
   tarball = pack(checkout, tempFolder("tarballs"));
+  project = projectWith([tarball]);
 });
 
 after(removeTempFolders);
@@ -71,11 +76,12 @@ test("the compiled service (dist/) answers the README's first command and its cu
 });
 
 test("installed from the tarball: --help and --version start nothing; the service answers the installed client (import and require)", async () => {
-  const project = projectWith([tarball]);
   const help = run("npx", ["--no-install", "agenthost", "--help"], { cwd: project, env: { ...process.env, PORT: "1" } });
   assert.match(help, /^Usage: agenthost/);
   assert.equal(run("npx", ["--no-install", "agenthost", "--version"], { cwd: project }).trim(), VERSION);
   assert.equal(run("npx", ["--no-install", "agenthost-maintenance", "--version"], { cwd: project }).trim(), VERSION);
+  assert.equal(run("npx", ["--no-install", "agenthost-maintenance", "-v"], { cwd: project }).trim(), VERSION);
+  assert.match(run("npx", ["--no-install", "agenthost-maintenance", "--help"], { cwd: project }), /^Usage: agenthost-maintenance /);
   assert.match(run("npx", ["--no-install", "agenthost-chat", "--help"], { cwd: project }), /^Usage: agenthost-chat/);
 
   const service = await startBin(path.join(project, "node_modules/.bin/agenthost"), { USE_FAKE_MODEL: "true", AUTH_SECRET: "change-me" }, project);
@@ -98,4 +104,70 @@ test("installed from the tarball: --help and --version start nothing; the servic
   } finally {
     assert.equal(await service.stop(), 0);
   }
+});
+
+test("installed: agenthost/agent imports from plain Node ESM", () => {
+  const script = [
+    'import * as agent from "agenthost/agent";',
+    "const names = ['isAgent', 'unwrapGraph', 'requestModel', 'requestModelMiddleware', 'conversationRecordMiddleware', 'modelMessages'];",
+    "console.log(JSON.stringify({ functions: names.filter((name) => typeof agent[name] === 'function'), isAgent: agent.isAgent({}) }));",
+  ].join("\n");
+  const out = JSON.parse(run(process.execPath, ["--input-type=module", "-e", script], { cwd: project })) as Record<string, unknown>;
+  assert.deepEqual(out, {
+    functions: ["isAgent", "unwrapGraph", "requestModel", "requestModelMiddleware", "conversationRecordMiddleware", "modelMessages"],
+    isAgent: false,
+  });
+});
+
+test("installed: a TypeScript file using agenthost/client type-checks (NodeNext, strict, exactOptionalPropertyTypes)", () => {
+  writeFileSync(
+    path.join(project, "uses-client.ts"),
+    `import { AgentClient, AgentClientError, type ChatMessage, type StreamItem } from "agenthost/client";
+const client = new AgentClient({ baseUrl: "http://127.0.0.1:8080", authSecret: "change-me" });
+export async function ask(text: string): Promise<string> {
+  const message: ChatMessage = await client.invoke(text, { thread_id: "typed" });
+  return typeof message.content === "string" ? message.content : "";
+}
+export async function tokens(text: string): Promise<number> {
+  let count = 0;
+  for await (const item of client.stream(text)) if (typeof (item satisfies StreamItem) === "string") count++;
+  return count;
+}
+export const refused = (error: unknown): boolean => error instanceof AgentClientError && error.statusCode === 401;
+`,
+  );
+  const compilerOptions = { strict: true, exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true, module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", lib: ["ES2022", "DOM"], types: [], noEmit: true };
+  writeFileSync(path.join(project, "tsconfig.client.json"), JSON.stringify({ compilerOptions, files: ["uses-client.ts"] }));
+  run(process.execPath, [TSC, "-p", "tsconfig.client.json"], { cwd: project });
+  // The check can fail: the same file with a wrong type does not compile.
+  writeFileSync(path.join(project, "uses-client.ts"), 'import { AgentClient } from "agenthost/client";\nexport const wrong: number = new AgentClient({ baseUrl: "x" });\n');
+  const failed = spawnSync(process.execPath, [TSC, "-p", "tsconfig.client.json"], { cwd: project, encoding: "utf8" });
+  assert.notEqual(failed.status, 0);
+  assert.match(failed.stdout, /uses-client\.ts.*error TS2322/);
+});
+
+test("installed without tsx: a TypeScript AGENT_PATHS file on a Node that does not strip types is refused in one line", () => {
+  assert.ok(!existsSync(path.join(project, "node_modules/tsx")), "tsx is not installed with the package");
+  writeFileSync(path.join(project, "my-agents.ts"), 'export const echo: { name: string } = { name: "echo" };\n');
+  const nodeStrips = typeof (process.features as { typescript?: unknown }).typescript === "string";
+  const result = spawnSync(path.join(project, "node_modules/.bin/agenthost"), [], {
+    cwd: project,
+    encoding: "utf8",
+    timeout: 60_000,
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      USE_FAKE_MODEL: "true",
+      AUTH_SECRET: "change-me",
+      HOST: "127.0.0.1",
+      PORT: "0",
+      METRICS_PORT: "0",
+      AGENT_PATHS: JSON.stringify(["./my-agents.ts:echo"]),
+      ...(nodeStrips ? { NODE_OPTIONS: "--no-experimental-strip-types" } : {}),
+    },
+  });
+  assert.equal(result.status, 2, `${result.stdout}${result.stderr}`);
+  assert.doesNotMatch(result.stdout, /worker forked/);
+  const lines = result.stderr.trimEnd().split("\n");
+  assert.equal(lines.length, 1, result.stderr);
+  assert.match(lines[0] ?? "", /^agenthost cannot start: AGENT_PATHS entry "\.\/my-agents\.ts:echo" is a TypeScript file .* tsx is not installed; install tsx next to agenthost \(npm install tsx\), run Node 22\.18 or later, or point the entry at a compiled \.js file$/);
 });
