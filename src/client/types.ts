@@ -91,6 +91,8 @@ export interface HistoryPage {
   total: number;
   /** Offset of the next page; `null` on the last page. */
   next_offset: number | null;
+  /** On the first page (offset 0) of a conversation paused on interrupts: what the run waits for. */
+  interrupts?: PendingInterrupt[];
 }
 
 /** One message to append to a conversation without running the agent. */
@@ -236,4 +238,6 @@ export interface ThreadListPage {
   total: number;
   /** Offset of the next page; `null` on the last page. */
   next_offset: number | null;
+  /** On the first page (offset 0) of a conversation paused on interrupts: what the run waits for. */
+  interrupts?: PendingInterrupt[];
 }
