@@ -48,6 +48,8 @@ const state = {
   attachments: /** @type {{ type: string, base64: string, mime_type: string, filename: string, size: number }[]} */ ([]),
 };
 
+const INPUT_PLACEHOLDER = els.input.placeholder;
+
 // ---- rendering -------------------------------------------------------------------------------
 
 function textOf(content) {
@@ -450,10 +452,21 @@ async function* events(response) {
 
 // ---- conversations ---------------------------------------------------------------------------
 
+/** The paused run's card the conversation ends with, while it is not answered. */
+function openInterrupt() {
+  const last = els.messages.lastElementChild;
+  return last?.classList.contains("interrupt") && last.getAttribute("data-answered") !== "true" ? last : null;
+}
+
 function setBusy(busy) {
   document.body.dataset.state = busy ? "busy" : "idle";
-  els.send.disabled = busy;
   els.agent.disabled = busy;
+  // A run that waits on an approval or a question is answered in its card, not with a new message.
+  const waiting = !busy && openInterrupt() !== null;
+  document.body.toggleAttribute("data-awaiting", waiting);
+  els.send.disabled = busy || waiting;
+  els.input.disabled = els.attach.disabled = waiting;
+  els.input.placeholder = waiting ? "Answer the agent's request above to go on." : INPUT_PLACEHOLDER;
 }
 
 function setStreaming(streaming) {
@@ -533,6 +546,9 @@ function newChat() {
   els.messages.replaceChildren();
   clearError();
   updateUrl();
+  // Reading the answer (if any) stopped above: the page is ready for a new message.
+  setBusy(false);
+  setStreaming(false);
   els.input.focus();
 }
 
@@ -552,6 +568,8 @@ async function openThread(threadId) {
     const page = await api(`/api/history?${params}`);
     if (generation !== state.generation) return;
     els.messages.replaceChildren(...page.messages.flatMap(messageView));
+    // A run paused on an approval or a question: what it waits for is not a stored message.
+    if (Array.isArray(page.interrupts) && page.interrupts.length > 0) els.messages.append(interruptView(page.interrupts));
     disableOldInterrupts();
     state.older = page.older;
     els.older.hidden = page.older === null;
@@ -765,7 +783,7 @@ function bindControls() {
   els.composer.addEventListener("submit", (event) => {
     event.preventDefault();
     const text = els.input.value.trim();
-    if ((!text && state.attachments.length === 0) || document.body.dataset.state === "busy") return;
+    if ((!text && state.attachments.length === 0) || document.body.dataset.state === "busy" || openInterrupt()) return;
     els.input.value = "";
     const attachments = state.attachments;
     state.attachments = [];
