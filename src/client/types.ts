@@ -83,6 +83,8 @@ export interface AgentInfo {
 export interface ServiceInfo {
   agents: AgentInfo[];
   default_agent: string;
+  /** What one request may carry (agenthost 0.10+ with the chat page's additions). */
+  limits?: { max_attachments?: number };
   [key: string]: unknown;
 }
 
