@@ -91,11 +91,16 @@ export class ChatApi {
     return view;
   }
 
-  async agents(signal: AbortSignal): Promise<{ agents: { key: string; description: string }[]; default_agent: string }> {
+  /** The agents, and the attachments per message agenthost allows when its /info names them. */
+  async agents(
+    signal: AbortSignal,
+  ): Promise<{ agents: { key: string; description: string }[]; default_agent: string; max_attachments: number | undefined }> {
     const info = await this.client.info({ signal });
+    const most = info.limits?.max_attachments;
     return {
       agents: info.agents.map((a) => ({ key: String(a.key), description: String(a.description ?? "") })),
       default_agent: info.default_agent,
+      max_attachments: typeof most === "number" && Number.isInteger(most) && most >= 0 ? most : undefined,
     };
   }
 

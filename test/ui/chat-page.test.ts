@@ -236,6 +236,9 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
       assert.equal(await page.textContent("#retry"), "Retry in 1 s");
       assert.equal(await page.isDisabled("#retry"), true);
       await page.screenshot({ path: new URL("chat-page-503.png", ARTIFACTS).pathname, fullPage: true });
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.screenshot({ path: new URL("chat-page-503-phone.png", ARTIFACTS).pathname, fullPage: true });
+      await page.setViewportSize({ width: 1000, height: 760 });
     } finally {
       for (const release of held) release();
     }
@@ -390,7 +393,16 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
       assert.equal(await page.isVisible("#stop"), true);
       assert.equal(await page.isHidden("#send"), true);
       if (how === "button") {
+        // The new conversation is in the sidebar while its first answer still streams.
+        const thread = new URL(page.url()).searchParams.get("thread_id")!;
+        const item = page.locator(`#thread-list button.thread[data-thread-id="${thread}"]`);
+        assert.equal(await item.locator(".thread-title").textContent(), "Start something (button)");
+        assert.equal(await item.getAttribute("aria-current"), "true");
+        assert.equal(await page.isVisible("#stop"), true, "still streaming");
         await page.screenshot({ path: new URL("chat-stop-streaming.png", ARTIFACTS).pathname, fullPage: true });
+        await page.setViewportSize({ width: 390, height: 844 });
+        await page.screenshot({ path: new URL("chat-stop-streaming-phone.png", ARTIFACTS).pathname, fullPage: true });
+        await page.setViewportSize({ width: 1000, height: 760 });
         await page.click("#stop");
       } else {
         await page.keyboard.press("Escape");
@@ -609,6 +621,35 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
     await page.waitForFunction(() => document.querySelectorAll("#messages .msg.ai").length === 21);
     await idle(page);
     assert.equal(await page.isHidden("#error"), true);
+  });
+
+  await t.test("the sidebar shows 30 conversations, and the rest under Older conversations", async () => {
+    for (let i = 1; i <= 33; i++) {
+      const added = await fetch(`${service.url}/create-agent/history/add_messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify({ thread_id: `many-${i}`, messages: [{ type: "human", content: `conversation ${i}` }] }),
+      });
+      assert.equal(added.status, 201, await added.text());
+    }
+    await page.selectOption("#agent", "create-agent");
+    await idle(page);
+    await page.waitForFunction(() => document.querySelectorAll("#thread-list button.thread").length === 30);
+    const titles = () => page.locator("#thread-list .thread-title").allTextContents();
+    assert.equal((await titles())[0], "conversation 33", "newest first");
+    assert.equal(await page.isVisible("#more-threads"), true);
+    await page.click("#more-threads");
+    await page.waitForFunction(() => document.querySelectorAll("#thread-list button.thread").length === 33);
+    assert.deepEqual(await titles(), Array.from({ length: 33 }, (_, i) => `conversation ${33 - i}`));
+    assert.equal(await page.isHidden("#more-threads"), true, "no more pages");
+    await page.locator("#thread-list button.thread").last().click();
+    await page.waitForFunction(() => document.querySelector(".msg.human")?.textContent === "conversation 1");
+  });
+
+  await t.test("nothing the page asked for was missing (404), the icon included", async () => {
+    const missing = network.filter((entry) => entry.text.startsWith("< 404 "));
+    assert.deepEqual(missing.map((entry) => entry.url), []);
+    assert.ok(network.some((entry) => entry.text.startsWith("< 200 ") && new URL(entry.url).pathname === "/favicon.svg"), "the icon was loaded");
   });
 
   await t.test("neither the page nor the network log ever carries the token, the user id or a feedback proof", async () => {

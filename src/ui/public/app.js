@@ -510,6 +510,17 @@ function threadItem(thread) {
 }
 
 /**
+ * A conversation that has just started goes on top of the sidebar at once (the list from the service
+ * replaces it when the answer ends).
+ */
+function showNewThread(threadId, title) {
+  if (state.threads.some((thread) => thread.thread_id === threadId)) return;
+  state.threads = [{ thread_id: threadId, title, updated_at: new Date().toISOString() }, ...state.threads];
+  els.threadList.prepend(threadItem(state.threads[0]));
+  els.threadsEmpty.hidden = true;
+}
+
+/**
  * The agent's conversations, newest first: the first page again, or the next one (`more`). A
  * `quiet` refresh (after an answer) that fails leaves the list as it was and the shown error alone.
  */
@@ -682,6 +693,7 @@ async function send(text, { echo = true, attachments = [] } = {}) {
     const handle = (event) => {
       if (event.type === "thread") {
         state.threadId = event.thread_id;
+        showNewThread(event.thread_id, text || textOf(attachments.map(({ type }) => ({ type }))));
         updateUrl();
       } else if (event.type === "token") {
         stream.append(event.content);
