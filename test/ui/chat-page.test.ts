@@ -605,6 +605,12 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
     } finally {
       await outcome.lease.release();
     }
+    // The failed message stays in view above the error.
+    const failed = await page.evaluate(() => {
+      const box = Array.from(document.querySelectorAll(".msg.human")).at(-1)!.getBoundingClientRect();
+      return { bottom: box.bottom, composer: document.getElementById("composer")!.getBoundingClientRect().top };
+    });
+    assert.ok(failed.bottom <= failed.composer, `the failed message is above the message box: ${JSON.stringify(failed)}`);
     const atEnd = await inWindow();
     assert.ok(atEnd.scrolled > 1000, `the conversation is long enough to scroll (${atEnd.scrolled})`);
     assert.ok(atEnd.inside, `the error is within the window: ${JSON.stringify(atEnd)}`);

@@ -394,10 +394,14 @@ function describe(info) {
  */
 function showError(error, retry = null) {
   const info = error instanceof PageError ? error.info : { message: String(error?.message ?? error) };
+  const scroller = document.scrollingElement ?? document.documentElement;
+  const atEnd = scroller.scrollHeight - scroller.scrollTop - window.innerHeight < 48;
   clearError();
   els.error.textContent = describe(info);
   els.error.dataset.status = info.status == null ? "" : String(info.status);
   els.error.hidden = false;
+  // The error makes the message box taller: a reader at the end keeps the last message in view above it.
+  if (atEnd) scrollDown();
   if (!retry) return;
   state.retry = retry;
   els.retry.hidden = false;
