@@ -16,6 +16,8 @@ import { messageStoreOf } from "./timed-saver.ts";
 export interface StoredPage {
   readonly messages: BaseMessage[];
   readonly total: number;
+  /** The latest checkpoint's pending writes, when the read had them at hand (the message store's read). */
+  readonly pendingWrites?: readonly CheckpointPendingWrite[];
 }
 
 function saverOf(agent: RegisteredAgent): BaseCheckpointSaver {
@@ -37,7 +39,7 @@ export async function readHistoryPage(agent: RegisteredAgent, storageKey: string
   const store = messageStoreOf(saverOf(agent));
   if (store) {
     const page = await store.readPage(storageKey, offset, limit);
-    if (page) return { messages: onlyMessages(page.messages), total: page.total };
+    if (page) return { messages: onlyMessages(page.messages), total: page.total, pendingWrites: page.pendingWrites };
   }
   const state = await agent.graph.getState({ configurable: { thread_id: storageKey } });
   const all: unknown = (state.values as { messages?: unknown } | undefined)?.messages;

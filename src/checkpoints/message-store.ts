@@ -7,6 +7,7 @@ import {
   type Checkpoint,
   type CheckpointListOptions,
   type CheckpointMetadata,
+  type CheckpointPendingWrite,
   type CheckpointTuple,
   type PendingWrite,
 } from "@langchain/langgraph-checkpoint";
@@ -248,16 +249,22 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
   /**
    * Messages [offset, offset + limit) of the thread's latest root checkpoint and their total,
    * reviving only that page. Undefined when the latest checkpoint's list is not the whole state
-   * (a pending update without a task), so the caller asks the graph.
+   * (a pending update without a task), so the caller asks the graph. The checkpoint's pending
+   * writes come along (where a paused run's interrupts are).
    */
-  async readPage(threadId: string, offset: number, limit: number): Promise<{ messages: BaseMessage[]; total: number } | undefined> {
+  async readPage(
+    threadId: string,
+    offset: number,
+    limit: number,
+  ): Promise<{ messages: BaseMessage[]; total: number; pendingWrites: CheckpointPendingWrite[] } | undefined> {
     const tuple = await this.inner.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } });
-    if (!tuple) return { messages: [], total: 0 };
-    if (tuple.pendingWrites?.some(([task, channel]) => channel === "messages" && task === NULL_TASK_ID)) return undefined;
+    if (!tuple) return { messages: [], total: 0, pendingWrites: [] };
+    const pendingWrites = tuple.pendingWrites ?? [];
+    if (pendingWrites.some(([task, channel]) => channel === "messages" && task === NULL_TASK_ID)) return undefined;
     const value: unknown = tuple.checkpoint.channel_values?.messages;
-    if (isMessageRefs(value)) return { messages: await this.load(threadId, keysAt(value, offset, limit), true), total: countOf(value) };
+    if (isMessageRefs(value)) return { messages: await this.load(threadId, keysAt(value, offset, limit), true), total: countOf(value), pendingWrites };
     const list = Array.isArray(value) ? value.filter(isBaseMessage) : [];
-    return { messages: list.slice(offset, offset + limit), total: list.length };
+    return { messages: list.slice(offset, offset + limit), total: list.length, pendingWrites };
   }
 
   private async resolve(tuple: CheckpointTuple): Promise<CheckpointTuple> {

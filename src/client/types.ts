@@ -83,6 +83,8 @@ export interface AgentInfo {
 export interface ServiceInfo {
   agents: AgentInfo[];
   default_agent: string;
+  /** What one request may carry (agenthost 0.10+ with the chat page's additions). */
+  limits?: { max_attachments?: number };
   [key: string]: unknown;
 }
 
@@ -91,6 +93,8 @@ export interface HistoryPage {
   total: number;
   /** Offset of the next page; `null` on the last page. */
   next_offset: number | null;
+  /** On the first page (offset 0) of a conversation paused on interrupts: what the run waits for. */
+  interrupts?: PendingInterrupt[];
 }
 
 /** One message to append to a conversation without running the agent. */
@@ -236,4 +240,6 @@ export interface ThreadListPage {
   total: number;
   /** Offset of the next page; `null` on the last page. */
   next_offset: number | null;
+  /** On the first page (offset 0) of a conversation paused on interrupts: what the run waits for. */
+  interrupts?: PendingInterrupt[];
 }

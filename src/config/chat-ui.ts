@@ -13,7 +13,10 @@ export interface ChatUiConfig {
   readonly userId: string | undefined;
   readonly host: string;
   readonly port: number;
-  /** Attachments one message may carry: agenthost's MULTIMODAL_MAX_ATTACHMENTS (default 10). */
+  /**
+   * A cap on attachments per message below agenthost's own (its /info names its
+   * MULTIMODAL_MAX_ATTACHMENTS); unset: agenthost's, or DEFAULT_MAX_ATTACHMENTS when it names none.
+   */
   readonly maxAttachments?: number;
   /** Bytes all attachments of one message may hold together (CHAT_UI_MAX_UPLOAD_BYTES, default 10 MiB). */
   readonly maxUploadBytes?: number;
@@ -52,7 +55,15 @@ const shape = {
       .max(65535, { error: "must be at most 65535" })
       .default(8501),
   ),
-  MULTIMODAL_MAX_ATTACHMENTS: count(DEFAULT_MAX_ATTACHMENTS, 0, 1000),
+  MULTIMODAL_MAX_ATTACHMENTS: z.preprocess(
+    unsetIfEmpty,
+    z.coerce
+      .number({ error: "must be an integer" })
+      .int({ error: "must be an integer" })
+      .min(0, { error: "must be at least 0" })
+      .max(1000, { error: "must be at most 1000" })
+      .optional(),
+  ),
   CHAT_UI_MAX_UPLOAD_BYTES: count(DEFAULT_MAX_UPLOAD_BYTES, 0, 100 * 1024 * 1024),
 } as const;
 
@@ -79,7 +90,7 @@ export function loadChatUiConfig(env: Readonly<Record<string, string | undefined
     userId: values.CHAT_UI_USER_ID as string | undefined,
     host: values.CHAT_UI_HOST as string,
     port: values.CHAT_UI_PORT as number,
-    maxAttachments: values.MULTIMODAL_MAX_ATTACHMENTS as number,
+    maxAttachments: values.MULTIMODAL_MAX_ATTACHMENTS as number | undefined,
     maxUploadBytes: values.CHAT_UI_MAX_UPLOAD_BYTES as number,
   });
 }

@@ -9,6 +9,13 @@ export const historyPageSchema = z
     messages: z.array(chatMessageSchema),
     total: z.number().int().describe("Messages in the conversation"),
     next_offset: z.number().int().nullable().describe("Offset of the next page; null on the last page"),
+    interrupts: z
+      .array(z.object({ id: z.string(), value: z.unknown() }))
+      .optional()
+      .describe(
+        "Only on the first page (offset 0) of a conversation whose run is paused: the pending interrupts, as the paused run's " +
+          "custom_data.interrupts listed them (answer with /resume, or with the next run's input). Absent otherwise.",
+      ),
   })
   .register(namedSchemas, { id: "HistoryPage" });
 export type HistoryPage = z.infer<typeof historyPageSchema>;

@@ -1,7 +1,8 @@
 import { ownerConfigurable } from "../checkpoints/conversation-owner-key.ts";
-import { appendMessages, clearHistory, readHistoryPage } from "../checkpoints/history.ts";
+import { appendMessages, clearHistory, conversationHead, readHistoryPage } from "../checkpoints/history.ts";
 import type { MessageInput } from "../contract/messages.ts";
 import type { HistoryPage } from "../contract/responses.ts";
+import { pendingInterrupts } from "../runs/interrupts.ts";
 import { toChatMessage, toStoredMessage } from "../runs/message-mapping.ts";
 import type { Conversation, ConversationService } from "./conversation-service.ts";
 
@@ -28,17 +29,25 @@ export class ConversationHistory {
   /**
    * Messages [offset, offset + limit): the limit defaults to 100 and a larger one is capped to the
    * maximum page, as the original service did. Reads take no lock: they see the latest committed
-   * checkpoint. Stored messages carry no run id and no feedback proof.
+   * checkpoint. Stored messages carry no run id and no feedback proof. The first page (offset 0) of
+   * a conversation paused on interrupts also lists them, so a reader can show what the run asks.
    */
   async page(conversation: Conversation, offset: number, limit: number | undefined): Promise<HistoryPage> {
     const size = Math.min(limit ?? DEFAULT_PAGE_SIZE, this.maxPage);
-    const page = await readHistoryPage(conversation.agent, conversation.storageKey, offset, size);
+    const { agent, storageKey } = conversation;
+    const page = await readHistoryPage(agent, storageKey, offset, size);
     const next = offset + size;
-    return {
+    const answer: HistoryPage = {
       messages: page.messages.map((message) => toChatMessage(message, { threadId: conversation.threadId, runId: null })),
       total: page.total,
       next_offset: next < page.total ? next : null,
     };
+    if (offset === 0 && page.total > 0) {
+      const pendingWrites = page.pendingWrites ?? (await conversationHead(agent, storageKey)).pendingWrites;
+      const pending = pendingInterrupts({ messageCount: page.total, pendingWrites });
+      if (pending.length > 0) answer.interrupts = pending.map(({ id, value }) => ({ id, value }));
+    }
+    return answer;
   }
 
   /** Append as one new checkpoint, under the lock; answers the conversation's new length. */

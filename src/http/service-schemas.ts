@@ -11,6 +11,9 @@ export const infoResponseSchema = z
   .object({
     agents: z.array(z.object({ key: z.string(), description: z.string() })),
     default_agent: z.string(),
+    limits: z
+      .object({ max_attachments: z.number().int().describe("MULTIMODAL_MAX_ATTACHMENTS: content blocks besides text one message may carry") })
+      .describe("What one request may carry, so a front end can say so before sending."),
   })
   .register(namedSchemas, { id: "Info" });
 export type InfoResponse = z.input<typeof infoResponseSchema>;

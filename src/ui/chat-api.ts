@@ -91,11 +91,16 @@ export class ChatApi {
     return view;
   }
 
-  async agents(signal: AbortSignal): Promise<{ agents: { key: string; description: string }[]; default_agent: string }> {
+  /** The agents, and the attachments per message agenthost allows when its /info names them. */
+  async agents(
+    signal: AbortSignal,
+  ): Promise<{ agents: { key: string; description: string }[]; default_agent: string; max_attachments: number | undefined }> {
     const info = await this.client.info({ signal });
+    const most = info.limits?.max_attachments;
     return {
       agents: info.agents.map((a) => ({ key: String(a.key), description: String(a.description ?? "") })),
       default_agent: info.default_agent,
+      max_attachments: typeof most === "number" && Number.isInteger(most) && most >= 0 ? most : undefined,
     };
   }
 
@@ -115,26 +120,29 @@ export class ChatApi {
   /**
    * The newest HISTORY_PAGE messages of a conversation that come before message number `before` (the
    * newest overall when omitted), oldest first; `older` is where the page before this one ends, null
-   * at the conversation's start.
+   * at the conversation's start. The newest page also carries what a paused run waits for
+   * (`interrupts`, from the service's first history page), so a reloaded page can answer it.
    */
   async history(
     agent: string,
     threadId: string,
     before: number | undefined,
     signal: AbortSignal,
-  ): Promise<{ messages: BrowserMessage[]; older: number | null }> {
+  ): Promise<{ messages: BrowserMessage[]; older: number | null; interrupts?: unknown[] }> {
     const query = { thread_id: threadId, ...this.identity() };
+    let interrupts: { interrupts?: unknown[] } = {};
     if (before === undefined) {
       const first = await this.client.getHistory({ ...query, offset: 0, limit: HISTORY_PAGE }, { agent, signal });
+      if (Array.isArray(first.interrupts) && first.interrupts.length > 0) interrupts = { interrupts: first.interrupts };
       if (first.total <= HISTORY_PAGE) {
         const rest = first.next_offset === null ? [] : await this.range(agent, query, first.next_offset, first.total, signal);
-        return { messages: [...first.messages, ...rest].map((m) => this.restored(agent, threadId, m)), older: null };
+        return { messages: [...first.messages, ...rest].map((m) => this.restored(agent, threadId, m)), older: null, ...interrupts };
       }
       before = first.total;
     }
     const start = Math.max(0, before - HISTORY_PAGE);
     const messages = await this.range(agent, query, start, before, signal);
-    return { messages: messages.map((m) => this.restored(agent, threadId, m)), older: start > 0 ? start : null };
+    return { messages: messages.map((m) => this.restored(agent, threadId, m)), older: start > 0 ? start : null, ...interrupts };
   }
 
   /** Messages `start` to `end` (exclusive), over as many pages as the service answers them in. */

@@ -25,6 +25,9 @@ const STATIC_FILES: Readonly<Record<string, { file: string; type: string }>> = {
   "/app.js": { file: path.join(publicDir, "app.js"), type: JS },
   "/markdown.js": { file: path.join(publicDir, "markdown.js"), type: JS },
   "/style.css": { file: path.join(publicDir, "style.css"), type: "text/css; charset=utf-8" },
+  "/favicon.svg": { file: path.join(publicDir, "favicon.svg"), type: "image/svg+xml" },
+  // Where browsers look when a page names no icon (the page names /favicon.svg).
+  "/favicon.ico": { file: path.join(publicDir, "favicon.svg"), type: "image/svg+xml" },
   "/vendor/marked.js": { file: path.join(markedDir, "marked.esm.js"), type: JS },
   "/vendor/purify.js": { file: path.join(purifyDir, "purify.es.mjs"), type: JS },
 };
@@ -45,6 +48,24 @@ const BODY_OVERHEAD_BYTES = 512 * 1024;
 interface UploadLimits {
   max_attachments: number;
   max_upload_bytes: number;
+}
+
+/**
+ * The page's upload limits. Attachments per message are agenthost's (its /info names them, read at
+ * each page load); the page's own MULTIMODAL_MAX_ATTACHMENTS can only lower them, and stands in (or
+ * DEFAULT_MAX_ATTACHMENTS) until agenthost has named its own.
+ */
+class PageLimits {
+  readonly current: UploadLimits;
+
+  constructor(private readonly own: number | undefined, maxUploadBytes: number) {
+    this.current = { max_attachments: own ?? DEFAULT_MAX_ATTACHMENTS, max_upload_bytes: maxUploadBytes };
+  }
+
+  learn(service: number | undefined): UploadLimits {
+    if (service !== undefined) this.current.max_attachments = Math.min(service, this.own ?? service);
+    return { ...this.current };
+  }
 }
 
 class BadRequest extends Error {
@@ -78,10 +99,7 @@ export function createChatServer(config: ChatUiConfig, options: ChatServerOption
   });
   const relays = new AnswerRelays(options.reconnectGraceMs ?? 15_000, ANSWER_KEEP_MS);
   const api = new ChatApi(client, config.userId, new FeedbackTokens(), relays);
-  const limits: UploadLimits = {
-    max_attachments: config.maxAttachments ?? DEFAULT_MAX_ATTACHMENTS,
-    max_upload_bytes: config.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES,
-  };
+  const limits = new PageLimits(config.maxAttachments, config.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES);
   return createServer((req, res) => {
     for (const [header, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(header, value);
     route(api, limits, req, res).catch((error: unknown) => fail(res, error));
@@ -114,7 +132,8 @@ export async function startChatServer(
   };
 }
 
-async function route(api: ChatApi, limits: UploadLimits, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function route(api: ChatApi, pageLimits: PageLimits, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const limits = pageLimits.current;
   const url = new URL(req.url ?? "/", "http://chat-ui.invalid");
   const method = req.method ?? "GET";
   const cancel = new AbortController();
@@ -123,7 +142,10 @@ async function route(api: ChatApi, limits: UploadLimits, req: IncomingMessage, r
   if (method === "GET" || method === "HEAD") {
     const file = STATIC_FILES[url.pathname];
     if (file) return serveFile(res, file.file, file.type);
-    if (url.pathname === "/api/agents") return sendJson(res, 200, { ...(await api.agents(cancel.signal)), limits });
+    if (url.pathname === "/api/agents") {
+      const { max_attachments, ...info } = await api.agents(cancel.signal);
+      return sendJson(res, 200, { ...info, limits: pageLimits.learn(max_attachments) });
+    }
     if (url.pathname === "/api/chat/follow") {
       const id = required(url, "stream_id");
       if (!api.follow(id, optionalInt(url, "after") ?? 0, res)) throw new BadRequest("this answer is no longer available", 404);

@@ -21,14 +21,20 @@ test("AGENT_PATHS loads Agents and compiled graphs; a graphFactory runs once per
   const service = await startService({
     AGENT_PATHS: JSON.stringify([`${FIXTURES}:factoryAgent`, `${FIXTURES}:whoami`]),
     DEFAULT_AGENT: "factory-agent",
+    MULTIMODAL_MAX_ATTACHMENTS: "4",
   });
   try {
     for (let i = 0; i < 3; i++) {
       const res = await call(service, "POST", "/invoke", { input: { message: "x" } });
       assert.equal(((await res.json()) as { content: string }).content, "factory calls: 1");
     }
-    const info = (await (await call(service, "GET", "/info")).json()) as { default_agent: string; agents: Array<{ key: string }> };
+    const info = (await (await call(service, "GET", "/info")).json()) as {
+      default_agent: string;
+      agents: Array<{ key: string }>;
+      limits: { max_attachments: number };
+    };
     assert.equal(info.default_agent, "factory-agent");
+    assert.deepEqual(info.limits, { max_attachments: 4 }, "what one request may carry, for front ends");
     assert.ok(info.agents.some((a) => a.key === "whoami"), "a compiled graph is named by the graph's name");
     assert.ok(Object.isFrozen(service.runtime.registry));
   } finally {

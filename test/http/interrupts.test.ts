@@ -48,6 +48,16 @@ describe("interrupts and resume", { concurrency: false }, () => {
     assert.match(pending[0]!.id, /^[0-9a-f]{32}$/);
     assert.equal(pending[0]!.value, "What is your name?");
 
+    // The history's first page lists what the paused run waits for, so a reader that reloads can answer it.
+    const read = async (query: string) => (await (await call(service, "GET", `/ask-name/history?thread_id=t-invoke${query}`)).json()) as {
+      messages: Message[];
+      interrupts?: Pending;
+    };
+    const first = await read("");
+    assert.deepEqual(first.interrupts, pending);
+    assert.deepEqual(first.messages.map((m) => m.type), ["human"], "the interrupt is not a stored message");
+    assert.equal((await read("&offset=1")).interrupts, undefined, "only the first page lists them");
+
     const resumed = await run(service, "invoke", "ask-name", { thread_id: "t-invoke", resume: "Ada" }, "resume");
     assert.equal(resumed.status, 200, resumed.text);
     assert.equal(lastMessage(resumed).type, "ai");
@@ -58,6 +68,7 @@ describe("interrupts and resume", { concurrency: false }, () => {
     assert.equal(again.status, 409);
     assert.equal(again.body?.error_code, "no_pending_interrupt");
     assert.match(String(again.body?.detail), /"t-invoke" has no pending interrupt/);
+    assert.equal((await read("")).interrupts, undefined, "nothing pending after the resume");
   });
 
   for (const protocol of ["sse", "jsonl"] as const) {

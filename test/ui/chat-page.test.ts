@@ -15,7 +15,7 @@ import { storageKey } from "../../src/auth/storage-key.ts";
 import { startChatServer } from "../../src/ui/server.ts";
 import { startService, type RunningService } from "../helpers/service.ts";
 import { TcpProxy } from "../helpers/tcp-proxy.ts";
-import { PARTIAL_ANSWER } from "../fixtures/chat-page-agents.ts";
+import { LONG_CODE, LONG_ITEMS, PARTIAL_ANSWER } from "../fixtures/chat-page-agents.ts";
 import { INFO, sendJson, sseFrame, startScriptedServer, startSse } from "../client/scripted-server.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -49,6 +49,7 @@ before(async () => {
     AGENT_PATHS: JSON.stringify([
       `${fixture("chat-page-agents.ts")}:markdownAgent`,
       `${fixture("chat-page-agents.ts")}:stoppableAgent`,
+      `${fixture("chat-page-agents.ts")}:longAnswerAgent`,
       `${fixture("interrupt-agents.ts")}:askName`,
       `${fixture("deep-agent-scripted.ts")}:scriptedDeepAgent`,
     ]),
@@ -235,6 +236,9 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
       assert.equal(await page.textContent("#retry"), "Retry in 1 s");
       assert.equal(await page.isDisabled("#retry"), true);
       await page.screenshot({ path: new URL("chat-page-503.png", ARTIFACTS).pathname, fullPage: true });
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.screenshot({ path: new URL("chat-page-503-phone.png", ARTIFACTS).pathname, fullPage: true });
+      await page.setViewportSize({ width: 1000, height: 760 });
     } finally {
       for (const release of held) release();
     }
@@ -389,7 +393,16 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
       assert.equal(await page.isVisible("#stop"), true);
       assert.equal(await page.isHidden("#send"), true);
       if (how === "button") {
+        // The new conversation is in the sidebar while its first answer still streams.
+        const thread = new URL(page.url()).searchParams.get("thread_id")!;
+        const item = page.locator(`#thread-list button.thread[data-thread-id="${thread}"]`);
+        assert.equal(await item.locator(".thread-title").textContent(), "Start something (button)");
+        assert.equal(await item.getAttribute("aria-current"), "true");
+        assert.equal(await page.isVisible("#stop"), true, "still streaming");
         await page.screenshot({ path: new URL("chat-stop-streaming.png", ARTIFACTS).pathname, fullPage: true });
+        await page.setViewportSize({ width: 390, height: 844 });
+        await page.screenshot({ path: new URL("chat-stop-streaming-phone.png", ARTIFACTS).pathname, fullPage: true });
+        await page.setViewportSize({ width: 1000, height: 760 });
         await page.click("#stop");
       } else {
         await page.keyboard.press("Escape");
@@ -480,6 +493,169 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
     ]);
     assert.match((await page.locator("details.tool pre").nth(3).textContent()) ?? "", /not now/);
     assert.equal(await page.isHidden("#error"), true);
+  });
+
+  await t.test("a pending approval survives a reload and opening from the sidebar; the composer waits for it", async () => {
+    await page.click("#new-chat");
+    await send(page, "Take a note");
+    await page.locator(".interrupt").waitFor();
+    assert.equal(await page.isDisabled("#input"), true, "the composer waits for the approval");
+    assert.equal(await page.isDisabled("#send"), true);
+    const thread = new URL(page.url()).searchParams.get("thread_id")!;
+
+    await page.reload();
+    await idle(page);
+    const card = page.locator(".interrupt");
+    await card.waitFor();
+    assert.equal(await card.count(), 1);
+    assert.equal(await card.locator(".approval-tool").textContent(), "Tool: write_file");
+    assert.deepEqual(JSON.parse((await card.locator(".approval-args").textContent()) ?? ""), { file_path: "/notes.md", content: "hello world\n" });
+    assert.equal(await card.locator("button.approve").isEnabled(), true);
+    assert.equal(await page.isDisabled("#input"), true);
+    assert.equal(await page.getAttribute("#input", "placeholder"), "Answer the agent's request above to go on.");
+    await page.screenshot({ path: new URL("chat-approval-reloaded-desktop.png", ARTIFACTS).pathname, fullPage: true });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.screenshot({ path: new URL("chat-approval-reloaded-phone.png", ARTIFACTS).pathname, fullPage: true });
+    await page.setViewportSize({ width: 1000, height: 760 });
+
+    // Away to a new chat (the composer is free there), and back through the sidebar: the card is there again.
+    await page.click("#new-chat");
+    assert.equal(await page.isEnabled("#input"), true);
+    await page.locator(`#thread-list button.thread[data-thread-id="${thread}"]`).click();
+    await idle(page);
+    await card.waitFor();
+    assert.equal(await page.isDisabled("#input"), true);
+
+    await card.locator("button.approve").click();
+    const second = page.locator(".interrupt").nth(1);
+    await second.waitFor();
+    await idle(page);
+    assert.equal(await card.locator(".interrupt-answered").textContent(), "Approved");
+    assert.equal(await second.locator(".approval-tool").textContent(), "Tool: edit_file");
+    await second.locator("button.reject").click();
+    await page.waitForFunction(() => document.querySelector("#messages")?.lastElementChild?.textContent?.includes("Done: the note says"));
+    await idle(page);
+    assert.equal(await page.isEnabled("#input"), true, "the composer is free once nothing waits");
+    assert.equal(await page.isHidden("#error"), true);
+    const history = await fetch(`${service.url}/scripted-deep-agent/history?thread_id=${thread}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(((await history.json()) as { interrupts?: unknown }).interrupts, undefined, "nothing is pending any more");
+  });
+
+  await t.test("a long streamed answer (a long list and a long code block) costs DOM work in proportion to its length", async (st) => {
+    await page.selectOption("#agent", "long-answer-agent");
+    await idle(page);
+    await page.evaluate(() => {
+      const counts = { elements: 0, byTag: {} as Record<string, number> };
+      (window as unknown as { counts: typeof counts }).counts = counts;
+      new MutationObserver((records) => {
+        for (const record of records) {
+          for (const node of Array.from(record.addedNodes)) {
+            if (!(node instanceof Element)) continue;
+            for (const element of [node, ...Array.from(node.querySelectorAll("*"))]) {
+              counts.elements++;
+              counts.byTag[element.tagName] = (counts.byTag[element.tagName] ?? 0) + 1;
+            }
+          }
+        }
+      }).observe(document.getElementById("messages")!, { childList: true, subtree: true });
+    });
+    const events = await send(page, "The long one, please");
+    const tokens = events.split("\n").filter((line) => line.includes('"type":"token"')).length;
+    const counts = await page.evaluate(() => (window as unknown as { counts: { elements: number; byTag: Record<string, number> } }).counts);
+    const answer = page.locator(".msg.ai").last();
+    assert.equal(await answer.locator("ul > li").count(), LONG_ITEMS);
+    assert.equal(await answer.locator("ul").count(), 1, "one list");
+    assert.equal((await answer.locator("ul > li").nth(LONG_ITEMS - 1).textContent())?.trim(), `item ${LONG_ITEMS} of the long list, in a few words`);
+    assert.equal((await answer.locator("pre code").textContent())?.replace(/\n$/, ""), LONG_CODE);
+    assert.equal(await answer.locator(".copy-code").count(), 1);
+    assert.equal((await answer.locator("p").last().textContent())?.trim(), "That is all.");
+    st.diagnostic(`${tokens} tokens, ${counts.elements} elements inserted: ${JSON.stringify(counts.byTag)}`);
+    assert.ok(tokens > 3000, `the answer streamed in many tokens (${tokens})`);
+    // Rendering the open block again per token would insert the list's items once per token (over a
+    // million elements here); the page inserts about one element per token (an open list's last item).
+    assert.ok(counts.elements <= tokens, `${counts.elements} elements inserted for ${tokens} tokens: ${JSON.stringify(counts.byTag)}`);
+    assert.ok((counts.byTag.UL ?? 0) <= 20, `the list element was inserted ${counts.byTag.UL} times`);
+    assert.ok((counts.byTag.PRE ?? 0) <= 3, `the code block was inserted ${counts.byTag.PRE} times`);
+    assert.ok((counts.byTag.LI ?? 0) <= tokens, `${counts.byTag.LI} list items inserted for ${tokens} tokens`);
+  });
+
+  await t.test("an error in a long conversation is shown within the window, even scrolled to the top", async () => {
+    const longThread = "long-conversation-with-an-error";
+    const messages = Array.from({ length: 40 }, (_, i) => ({ type: i % 2 ? "ai" : "human", content: `message ${i + 1}\n\nwith a second paragraph` }));
+    const added = await fetch(`${service.url}/chatbot-agent/history/add_messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({ thread_id: longThread, messages }),
+    });
+    assert.equal(added.status, 201, await added.text());
+    await page.goto(`${chat.url}/?agent=chatbot-agent&thread_id=${longThread}`);
+    await idle(page);
+    await page.waitForFunction(() => document.querySelectorAll("#messages .msg").length === 40);
+    const inWindow = () =>
+      page.evaluate(() => {
+        const box = document.getElementById("error")!.getBoundingClientRect();
+        return { top: box.top, bottom: box.bottom, height: window.innerHeight, scrolled: window.scrollY, inside: box.top >= 0 && box.bottom <= window.innerHeight && box.height > 0 };
+      });
+    const outcome = await service.runtime.locks.acquire(storageKey(USER, "chatbot-agent", longThread));
+    assert.ok(outcome.ok);
+    try {
+      await send(page, "Is this one busy?");
+      await page.waitForSelector("#error:not([hidden])");
+      assert.equal(await page.getAttribute("#error", "data-status"), "409");
+    } finally {
+      await outcome.lease.release();
+    }
+    // The failed message stays in view above the error.
+    const failed = await page.evaluate(() => {
+      const box = Array.from(document.querySelectorAll(".msg.human")).at(-1)!.getBoundingClientRect();
+      return { bottom: box.bottom, composer: document.getElementById("composer")!.getBoundingClientRect().top };
+    });
+    assert.ok(failed.bottom <= failed.composer, `the failed message is above the message box: ${JSON.stringify(failed)}`);
+    const atEnd = await inWindow();
+    assert.ok(atEnd.scrolled > 1000, `the conversation is long enough to scroll (${atEnd.scrolled})`);
+    assert.ok(atEnd.inside, `the error is within the window: ${JSON.stringify(atEnd)}`);
+    await page.screenshot({ path: new URL("chat-error-long-desktop.png", ARTIFACTS).pathname });
+    await page.evaluate(() => window.scrollTo({ top: 0 }));
+    await page.waitForFunction(() => window.scrollY === 0);
+    assert.ok((await inWindow()).inside, `scrolled to the top, the error is still within the window: ${JSON.stringify(await inWindow())}`);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.evaluate(() => window.scrollTo({ top: document.body.scrollHeight }));
+    assert.ok((await inWindow()).inside, `on a phone too: ${JSON.stringify(await inWindow())}`);
+    await page.screenshot({ path: new URL("chat-error-long-phone.png", ARTIFACTS).pathname });
+    await page.setViewportSize({ width: 1000, height: 760 });
+    await page.click("#retry");
+    await page.waitForFunction(() => document.querySelectorAll("#messages .msg.ai").length === 21);
+    await idle(page);
+    assert.equal(await page.isHidden("#error"), true);
+  });
+
+  await t.test("the sidebar shows 30 conversations, and the rest under Older conversations", async () => {
+    for (let i = 1; i <= 33; i++) {
+      const added = await fetch(`${service.url}/create-agent/history/add_messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify({ thread_id: `many-${i}`, messages: [{ type: "human", content: `conversation ${i}` }] }),
+      });
+      assert.equal(added.status, 201, await added.text());
+    }
+    await page.selectOption("#agent", "create-agent");
+    await idle(page);
+    await page.waitForFunction(() => document.querySelectorAll("#thread-list button.thread").length === 30);
+    const titles = () => page.locator("#thread-list .thread-title").allTextContents();
+    assert.equal((await titles())[0], "conversation 33", "newest first");
+    assert.equal(await page.isVisible("#more-threads"), true);
+    await page.click("#more-threads");
+    await page.waitForFunction(() => document.querySelectorAll("#thread-list button.thread").length === 33);
+    assert.deepEqual(await titles(), Array.from({ length: 33 }, (_, i) => `conversation ${33 - i}`));
+    assert.equal(await page.isHidden("#more-threads"), true, "no more pages");
+    await page.locator("#thread-list button.thread").last().click();
+    await page.waitForFunction(() => document.querySelector(".msg.human")?.textContent === "conversation 1");
+  });
+
+  await t.test("nothing the page asked for was missing (404), the icon included", async () => {
+    const missing = network.filter((entry) => entry.text.startsWith("< 404 "));
+    assert.deepEqual(missing.map((entry) => entry.url), []);
+    assert.ok(network.some((entry) => entry.text.startsWith("< 200 ") && new URL(entry.url).pathname === "/favicon.svg"), "the icon was loaded");
   });
 
   await t.test("neither the page nor the network log ever carries the token, the user id or a feedback proof", async () => {

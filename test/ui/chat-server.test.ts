@@ -48,7 +48,14 @@ function plain(events: Record<string, unknown>[]): Record<string, unknown>[] {
 }
 
 test("serves the page and its scripts with a strict content security policy", async () => {
-  for (const [path, type] of [["/", "text/html"], ["/app.js", "text/javascript"], ["/markdown.js", "text/javascript"], ["/style.css", "text/css"]]) {
+  for (const [path, type] of [
+    ["/", "text/html"],
+    ["/app.js", "text/javascript"],
+    ["/markdown.js", "text/javascript"],
+    ["/style.css", "text/css"],
+    ["/favicon.svg", "image/svg\\+xml"],
+    ["/favicon.ico", "image/svg\\+xml"],
+  ]) {
     const response = await fetch(page.url + path);
     assert.equal(response.status, 200, path);
     assert.match(response.headers.get("content-type") ?? "", new RegExp(`^${type}`));
@@ -66,6 +73,31 @@ test("/api/agents lists the agents from /info, fetched with the page's token", a
   // With the attachment limits the page enforces (the defaults here).
   assert.deepEqual(await response.json(), { ...INFO, limits: { max_attachments: 10, max_upload_bytes: 10 * 1024 * 1024 } });
   assert.equal(upstream.requests[0]?.headers.authorization, `Bearer ${TOKEN}`);
+});
+
+test("attachments per message are agenthost's (from its /info); the page's own setting only lowers them", async () => {
+  const block = { type: "file", base64: "aGk=", mime_type: "text/plain" };
+  const tooMany = async (url: string, count: number) => {
+    const response = await fetch(`${url}/api/chat`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ agent: "chatbot-agent", message: "", attachments: Array.from({ length: count }, () => block) }),
+    });
+    assert.equal(response.status, 413);
+    return ((await response.json()) as { error: { message: string } }).error.message;
+  };
+  upstream.route("GET /info", (_req, res) => sendJson(res, 200, { ...INFO, limits: { max_attachments: 3 } }));
+  const own = await startChatServer({ agenthostUrl: upstream.url, authSecret: TOKEN, userId: USER, host: "127.0.0.1", port: 0, maxAttachments: 2 });
+  try {
+    const limits = async (url: string) => ((await (await fetch(`${url}/api/agents`)).json()) as { limits: unknown }).limits;
+    assert.deepEqual(await limits(page.url), { max_attachments: 3, max_upload_bytes: 10 * 1024 * 1024 });
+    assert.equal(await tooMany(page.url, 4), "at most 3 attachments per message");
+    assert.deepEqual(await limits(own.url), { max_attachments: 2, max_upload_bytes: 10 * 1024 * 1024 });
+    assert.equal(await tooMany(own.url, 3), "at most 2 attachments per message");
+  } finally {
+    upstream.route("GET /info", (_req, res) => sendJson(res, 200, INFO));
+    await own.close();
+  }
 });
 
 test("/api/chat streams tokens and trimmed messages; the proof stays on the server", async () => {

@@ -10,7 +10,7 @@ test("defaults: agenthost on 127.0.0.1:8080, the page on 127.0.0.1:8501, no toke
     userId: undefined,
     host: "127.0.0.1",
     port: 8501,
-    maxAttachments: 10,
+    maxAttachments: undefined,
     maxUploadBytes: 10 * 1024 * 1024,
   });
 });

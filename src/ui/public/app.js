@@ -48,6 +48,8 @@ const state = {
   attachments: /** @type {{ type: string, base64: string, mime_type: string, filename: string, size: number }[]} */ ([]),
 };
 
+const INPUT_PLACEHOLDER = els.input.placeholder;
+
 // ---- rendering -------------------------------------------------------------------------------
 
 function textOf(content) {
@@ -392,10 +394,14 @@ function describe(info) {
  */
 function showError(error, retry = null) {
   const info = error instanceof PageError ? error.info : { message: String(error?.message ?? error) };
+  const scroller = document.scrollingElement ?? document.documentElement;
+  const atEnd = scroller.scrollHeight - scroller.scrollTop - window.innerHeight < 48;
   clearError();
   els.error.textContent = describe(info);
   els.error.dataset.status = info.status == null ? "" : String(info.status);
   els.error.hidden = false;
+  // The error makes the message box taller: a reader at the end keeps the last message in view above it.
+  if (atEnd) scrollDown();
   if (!retry) return;
   state.retry = retry;
   els.retry.hidden = false;
@@ -450,10 +456,21 @@ async function* events(response) {
 
 // ---- conversations ---------------------------------------------------------------------------
 
+/** The paused run's card the conversation ends with, while it is not answered. */
+function openInterrupt() {
+  const last = els.messages.lastElementChild;
+  return last?.classList.contains("interrupt") && last.getAttribute("data-answered") !== "true" ? last : null;
+}
+
 function setBusy(busy) {
   document.body.dataset.state = busy ? "busy" : "idle";
-  els.send.disabled = busy;
   els.agent.disabled = busy;
+  // A run that waits on an approval or a question is answered in its card, not with a new message.
+  const waiting = !busy && openInterrupt() !== null;
+  document.body.toggleAttribute("data-awaiting", waiting);
+  els.send.disabled = busy || waiting;
+  els.input.disabled = els.attach.disabled = waiting;
+  els.input.placeholder = waiting ? "Answer the agent's request above to go on." : INPUT_PLACEHOLDER;
 }
 
 function setStreaming(streaming) {
@@ -497,6 +514,17 @@ function threadItem(thread) {
 }
 
 /**
+ * A conversation that has just started goes on top of the sidebar at once (the list from the service
+ * replaces it when the answer ends).
+ */
+function showNewThread(threadId, title) {
+  if (state.threads.some((thread) => thread.thread_id === threadId)) return;
+  state.threads = [{ thread_id: threadId, title, updated_at: new Date().toISOString() }, ...state.threads];
+  els.threadList.prepend(threadItem(state.threads[0]));
+  els.threadsEmpty.hidden = true;
+}
+
+/**
  * The agent's conversations, newest first: the first page again, or the next one (`more`). A
  * `quiet` refresh (after an answer) that fails leaves the list as it was and the shown error alone.
  */
@@ -533,6 +561,9 @@ function newChat() {
   els.messages.replaceChildren();
   clearError();
   updateUrl();
+  // Reading the answer (if any) stopped above: the page is ready for a new message.
+  setBusy(false);
+  setStreaming(false);
   els.input.focus();
 }
 
@@ -552,6 +583,8 @@ async function openThread(threadId) {
     const page = await api(`/api/history?${params}`);
     if (generation !== state.generation) return;
     els.messages.replaceChildren(...page.messages.flatMap(messageView));
+    // A run paused on an approval or a question: what it waits for is not a stored message.
+    if (Array.isArray(page.interrupts) && page.interrupts.length > 0) els.messages.append(interruptView(page.interrupts));
     disableOldInterrupts();
     state.older = page.older;
     els.older.hidden = page.older === null;
@@ -664,6 +697,7 @@ async function send(text, { echo = true, attachments = [] } = {}) {
     const handle = (event) => {
       if (event.type === "thread") {
         state.threadId = event.thread_id;
+        showNewThread(event.thread_id, text || textOf(attachments.map(({ type }) => ({ type }))));
         updateUrl();
       } else if (event.type === "token") {
         stream.append(event.content);
@@ -765,7 +799,7 @@ function bindControls() {
   els.composer.addEventListener("submit", (event) => {
     event.preventDefault();
     const text = els.input.value.trim();
-    if ((!text && state.attachments.length === 0) || document.body.dataset.state === "busy") return;
+    if ((!text && state.attachments.length === 0) || document.body.dataset.state === "busy" || openInterrupt()) return;
     els.input.value = "";
     const attachments = state.attachments;
     state.attachments = [];
