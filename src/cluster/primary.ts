@@ -15,7 +15,7 @@ import { MetricsLedger } from "./metrics-ledger.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import { checkDatabase, checkRedis } from "./dependency-checks.ts";
 import { checkPort, StartupRefusal } from "./startup-refusal.ts";
-import { isMessage, STARTUP_REFUSED, type ToPrimary, type ToWorker } from "./protocol.ts";
+import { MessageBatcher, messagesIn, STARTUP_REFUSED, type ToPrimary, type ToWorker } from "./protocol.ts";
 import { RestartBudget } from "./restart-budget.ts";
 import { WORKER_ENTRY, workerExecArgv } from "./worker-entry.ts";
 
@@ -37,6 +37,8 @@ interface Member {
   /** Forked at startup (a startup refusal there stops the primary). */
   readonly initial: boolean;
   listening: boolean;
+  /** What the primary sends the worker, batched per turn of the event loop. */
+  readonly outbox: MessageBatcher<ToWorker>;
   retiring?: Retirement;
   /** When the unanswered liveness question was sent (performance.now), if one is pending. */
   askedAt?: number;
@@ -148,7 +150,15 @@ class Supervisor {
   private fork(slot: number, initial: boolean): void {
     if (this.shuttingDown) return;
     const worker = cluster.fork();
-    const member: Member = { worker, slot, initial, listening: false };
+    const member: Member = {
+      worker,
+      slot,
+      initial,
+      listening: false,
+      outbox: new MessageBatcher((message) => {
+        if (worker.isConnected()) worker.send(message);
+      }),
+    };
     this.members.set(worker.id, member);
     this.metrics.workers.set(this.members.size);
     this.broker.attach(worker.id, (message) => this.send(member, message));
@@ -156,7 +166,7 @@ class Supervisor {
     this.events.attach(worker.id, (message) => this.send(member, message));
     worker.on("error", () => {});
     worker.on("message", (message: unknown) => {
-      if (isMessage<ToPrimary>(message)) this.onMessage(member, message);
+      for (const each of messagesIn<ToPrimary>(message)) this.onMessage(member, each);
     });
     member.startupTimer = setTimeout(() => {
       this.logger.error({ worker: worker.id, slot }, "worker did not start in time; replacing it");
@@ -165,13 +175,9 @@ class Supervisor {
     this.logger.info({ worker: worker.id, worker_pid: worker.process.pid, slot }, "worker forked");
   }
 
+  /** Queue a message for the worker (it leaves in this turn's batch); nothing if it is going away, as its exit releases what it held. */
   private send(member: Member, message: ToWorker): void {
-    if (!member.worker.isConnected()) return;
-    try {
-      member.worker.send(message);
-    } catch {
-      // The worker is going away; its exit releases what it held.
-    }
+    if (member.worker.isConnected()) member.outbox.send(message);
   }
 
   private onMessage(member: Member, message: ToPrimary): void {
