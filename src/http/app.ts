@@ -5,7 +5,7 @@ import { ConversationList } from "../conversations/thread-list.ts";
 import { RunControl } from "../conversations/run-control.ts";
 import { Turns } from "../conversations/turns.ts";
 import type { Runtime } from "../runtime.ts";
-import { admission } from "./middleware/admission.ts";
+import { admission, controlAdmission } from "./middleware/admission.ts";
 import { authenticate } from "./middleware/authenticate.ts";
 import { bodyDeadline } from "./middleware/body-deadline.ts";
 import { cors } from "./middleware/cors.ts";
@@ -69,8 +69,8 @@ function answerThread(conversations: ConversationService): ConstructorParameters
 /**
  * The Express application, without listening. Order matters: CORS preflights (CORS_ALLOW_ORIGINS)
  * are answered first; every request's body is bounded in time; probes and the reference are public;
- * everything after `authenticate` needs a bearer token; admission takes a worker slot before any body
- * is read. The operations come from the route table
+ * everything after `authenticate` needs a bearer token; admission takes a worker slot (POST /cancel
+ * one of its own small reserve) before any body is read. The operations come from the route table
  * (operations.ts); each path answers a method it does not serve with 405 (public ones before
  * authentication).
  */
@@ -114,6 +114,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): Express {
   app.use(mountOperations(operations, handlers, settings, "public"));
   app.use(refuseOtherMethods(docsRoutes()));
   app.use(authenticate(runtime));
+  app.use(controlAdmission(runtime, operations));
   app.use(admission(runtime));
   // Bodies are JSON whatever the Content-Type says, so `curl -d` works without a header.
   app.use(express.json({ limit: runtime.config.REQUEST_MAX_BYTES, type: readsBody, strict: true }));

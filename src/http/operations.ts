@@ -172,6 +172,7 @@ export const operations = {
     method: "post",
     path: "/cancel",
     agentScoped: true,
+    control: true,
     summary: "Stop the run that holds a conversation, on whichever worker or host it runs",
     tag: "runs",
     body: { schema: cancelRequestSchema, required: true },
