@@ -56,10 +56,10 @@ function routeServices(runtime: Runtime): RouteServices {
   };
 }
 
-/** The storage key of the conversation an idempotent answer names (invoke, append), for retention. */
+/** The storage key of the conversation an idempotent answer (or a failed run's request) names, for retention. */
 function answerThread(conversations: ConversationService): ConstructorParameters<typeof IdempotentRequests>[0]["threadOf"] {
-  return (principal, agent, answer, sent) => {
-    const threadId = (answer as { thread_id?: unknown } | null)?.thread_id;
+  return (principal, agent, named, sent) => {
+    const threadId = (named as { thread_id?: unknown } | null)?.thread_id;
     if (typeof threadId !== "string") return null;
     const userId = (sent as { user_id?: unknown } | null)?.user_id;
     return conversations.resolve(principal, agent, { thread_id: threadId, user_id: typeof userId === "string" && userId ? userId : undefined }).storageKey;
