@@ -12,7 +12,7 @@ import { toApiError } from "./error-answer.ts";
  * scoped to the caller (its token's kind and bound user) and the agent; the request is
  * fingerprinted by operation and body. The first request claims the key in the checkpoint
  * database; a retry with the same body gets the first answer again (status and body, header
- * `Idempotent-Replayed: true`) without running anything, a retry while the first still runs gets
+ * `Idempotent-Replayed: true`, and the first run's `X-Run-Id`) without running anything, a retry while the first still runs gets
  * 409 `idempotency_in_progress`, and the key with another request 422 `idempotency_key_reused`.
  *
  * What is kept: once a run has begun executing its graph it may have stored steps, so whatever it
@@ -48,10 +48,10 @@ export interface IdempotencySettings {
   readonly threadOf: (principal: Principal, agent: RegisteredAgent, named: unknown, sent: unknown) => string | null;
 }
 
-/** A JSON answer, or the stored text of one being replayed. */
+/** A JSON answer, or the stored text of one being replayed (with the run that gave it, for `X-Run-Id`). */
 export type IdempotentAnswer =
   | { readonly replayed: false; readonly status: number; readonly body: unknown }
-  | { readonly replayed: true; readonly status: number; readonly text: string };
+  | { readonly replayed: true; readonly status: number; readonly text: string; readonly runId: string | null };
 
 /** JSON text with every object's keys in order, so equal bodies fingerprint alike. */
 function canonicalJson(value: unknown): string {
@@ -93,6 +93,8 @@ export class IdempotentRequests {
       logger: Logger;
       /** Whether the work went far enough that its failure must be kept (a run that began executing). */
       executed: () => boolean;
+      /** The run the request started, once it announced one (kept with the answer for `X-Run-Id`). */
+      runId: () => string | undefined;
     },
     run: () => Promise<{ status: number; body: unknown }>,
   ): Promise<IdempotentAnswer> {
@@ -106,7 +108,8 @@ export class IdempotentRequests {
     if (!claim.claimed) {
       if (claim.record.fingerprint !== fingerprint) throw new ServiceError("idempotency_key_reused");
       if (!claim.record.answer) throw new ServiceError("idempotency_in_progress");
-      return { replayed: true, status: claim.record.answer.status, text: claim.record.answer.body };
+      const { status, body, runId } = claim.record.answer;
+      return { replayed: true, status, text: body, runId };
     }
     let answer: { status: number; body: unknown };
     try {
@@ -119,10 +122,11 @@ export class IdempotentRequests {
       }
       // The run began and may have stored steps: its failure is the answer, as the error handler renders it.
       const failure = toApiError(error);
-      await this.keep(scope, { status: failure.status, body: failure.toBody() }, this.settings.threadOf(principal, agent, sent, sent), request.logger);
+      const thread = this.settings.threadOf(principal, agent, sent, sent);
+      await this.keep(scope, thread, { status: failure.status, body: failure.toBody() }, request);
       throw error;
     }
-    await this.keep(scope, answer, this.settings.threadOf(principal, agent, answer.body, sent), request.logger);
+    await this.keep(scope, this.settings.threadOf(principal, agent, answer.body, sent), answer, request);
     return { replayed: false, ...answer };
   }
 
@@ -130,11 +134,17 @@ export class IdempotentRequests {
    * Store the answer of finished work. If it cannot be kept, the caller still gets it (a retry then
    * finds the key running until its claim runs out, never a second run).
    */
-  private async keep(scope: string, answer: { status: number; body: unknown }, thread: string | null, logger: Logger): Promise<void> {
+  private async keep(
+    scope: string,
+    thread: string | null,
+    answer: { status: number; body: unknown },
+    request: { logger: Logger; runId: () => string | undefined },
+  ): Promise<void> {
     try {
-      await this.settings.store.complete(scope, thread, answer.status, JSON.stringify(answer.body), Date.now() + this.settings.ttlMs);
+      const stored = { status: answer.status, body: JSON.stringify(answer.body), runId: request.runId() ?? null };
+      await this.settings.store.complete(scope, thread, stored, Date.now() + this.settings.ttlMs);
     } catch (cause) {
-      logger.warn({ err: { message: (cause as Error).message } }, "idempotent answer not stored");
+      request.logger.warn({ err: { message: (cause as Error).message } }, "idempotent answer not stored");
     }
   }
 

@@ -99,11 +99,17 @@ function serve(id: string, operation: Operation, handler: AnyHandler, settings: 
     if (key !== undefined && settings.idempotency && input.agent) {
       const { principal, agent, sent, logger, scope } = input;
       const executed = () => scope.runExecuted === true;
-      const once = await settings.idempotency.answer(key, { operation: id, principal, agent, sent, logger, executed }, async () => {
+      const runId = () => scope.runId;
+      const once = await settings.idempotency.answer(key, { operation: id, principal, agent, sent, logger, executed, runId }, async () => {
         return (await handler(input)) as { status: number; body: unknown };
       });
-      if (once.replayed) res.status(once.status).set(REPLAYED_HEADER, "true").type("application/json").send(once.text);
-      else res.status(once.status).json(once.body);
+      if (once.replayed) {
+        // The first run's id, as on its own answer (every run response names its run).
+        if (once.runId !== null) input.announceRun(once.runId);
+        res.status(once.status).set(REPLAYED_HEADER, "true").type("application/json").send(once.text);
+      } else {
+        res.status(once.status).json(once.body);
+      }
       return;
     }
     const answer = (await handler(input)) as { status: keyof JsonOperation["responses"]; body: unknown };

@@ -75,6 +75,7 @@ for (const makeBackend of ALL_BACKENDS) {
       const again = await post(service, `/${AGENT}/invoke`, body, "invoke-1");
       assert.equal(again.status, 200);
       assert.equal(again.headers.get("idempotent-replayed"), "true");
+      assert.equal(again.headers.get("x-run-id"), answer.run_id, "a replay names the first run");
       assert.match(again.headers.get("content-type") ?? "", /application\/json/);
       assert.deepEqual(await again.json(), answer);
 
@@ -87,6 +88,7 @@ for (const makeBackend of ALL_BACKENDS) {
         const afterRestart = await post(service, `/${AGENT}/invoke`, body, "invoke-1");
         assert.equal(afterRestart.status, 200);
         assert.equal(afterRestart.headers.get("idempotent-replayed"), "true");
+        assert.equal(afterRestart.headers.get("x-run-id"), answer.run_id);
         assert.deepEqual(await afterRestart.json(), answer);
       }
 
@@ -131,6 +133,7 @@ for (const makeBackend of ALL_BACKENDS) {
       const resent = await post(service, `/${AGENT}/feedback`, feedback, "feedback-1");
       assert.equal(resent.status, 201);
       assert.equal(resent.headers.get("idempotent-replayed"), "true");
+      assert.equal(resent.headers.get("x-run-id"), null, "a feedback started no run");
       assert.equal(((await resent.json()) as { feedback_id: string }).feedback_id, recorded.feedback_id);
     });
 
@@ -148,6 +151,8 @@ for (const makeBackend of ALL_BACKENDS) {
       const retry = await post(service, "/steps-agent/invoke", body, "cancel-1");
       assert.equal(retry.status, 409);
       assert.equal(retry.headers.get("idempotent-replayed"), "true");
+      assert.ok(stopped.headers.get("x-run-id"));
+      assert.equal(retry.headers.get("x-run-id"), stopped.headers.get("x-run-id"), "the replayed failure names the first run");
       assert.deepEqual(await retry.json(), stoppedBody);
       assert.deepEqual(await messagesOf(service, "steps-agent", "cancel-once"), ["go", "step 1"], "the turn ran once");
     });
