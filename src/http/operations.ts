@@ -49,6 +49,7 @@ const RUN_ERRORS = [
   "model_timeout",
   "model_unavailable",
   "model_request_rejected",
+  "run_cancelled",
   "run_failed",
 ] as const satisfies readonly ErrorKind[];
 
