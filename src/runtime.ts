@@ -31,12 +31,24 @@ import { ModelCallObserver } from "./observability/model-calls.ts";
 import { createTracing } from "./observability/load-tracing.ts";
 import type { Tracing } from "./observability/tracing.ts";
 
+/**
+ * Control requests (POST /cancel) served at once per worker beyond REQUEST_MAX_CONCURRENT. A cancel
+ * is one lookup and one message (no run, no lock wait), so a few slots serve any number of stop
+ * buttons; past them a cancel is refused 503 service_busy like any request.
+ */
+export const CONTROL_SLOTS = 4;
+
 /** What the HTTP layer serves with: the middleware and routes see this and nothing more. */
 export interface Runtime {
   readonly config: Config;
   readonly logger: Logger;
   readonly authenticate: Authenticator;
   readonly admission: AdmissionLimiter;
+  /**
+   * The worker's few slots for control requests (POST /cancel), apart from REQUEST_MAX_CONCURRENT's:
+   * a stop button must get through when the runs it would stop fill the worker.
+   */
+  readonly controlAdmission: AdmissionLimiter;
   readonly locks: ConversationLock;
   /** Readiness asks whether the database answers and has a free connection. */
   readonly checkpoints: Pick<CheckpointBackend, "ping" | "saturated" | "threads" | "idempotency">;
@@ -165,6 +177,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
         config.REQUEST_QUEUE_MAX_WAITERS,
         config.REQUEST_QUEUE_TIMEOUT * 1000,
       ),
+      controlAdmission: new AdmissionLimiter(CONTROL_SLOTS, 0, 0),
       locks,
       checkpoints,
       registry,

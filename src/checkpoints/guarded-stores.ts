@@ -1,5 +1,5 @@
 import type { DatabaseGate } from "./guarded-saver.ts";
-import type { ClaimOutcome, IdempotencyStore } from "./idempotency-store.ts";
+import type { ClaimOutcome, IdempotencyStore, StoredAnswer } from "./idempotency-store.ts";
 import type { ThreadIndex, ThreadOwner, ThreadPage, ThreadSummary } from "./thread-index.ts";
 
 /** The conversation list behind the database gate: unavailable until set up, database failures as DatabaseUnavailableError. */
@@ -31,8 +31,8 @@ export class GuardedIdempotencyStore implements IdempotencyStore {
     return this.gate.run(({ idempotency }) => idempotency.claim(scope, fingerprint, now, runningUntil, expiresAt));
   }
 
-  complete(scope: string, threadId: string | null, status: number, body: string, expiresAt: number): Promise<void> {
-    return this.gate.run(({ idempotency }) => idempotency.complete(scope, threadId, status, body, expiresAt));
+  complete(scope: string, threadId: string | null, answer: StoredAnswer, expiresAt: number): Promise<void> {
+    return this.gate.run(({ idempotency }) => idempotency.complete(scope, threadId, answer, expiresAt));
   }
 
   release(scope: string): Promise<void> {

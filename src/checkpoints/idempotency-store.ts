@@ -8,15 +8,25 @@ import { withSetupLock } from "./pg-transaction.ts";
  * fingerprint, whether its first request is still running (and until when that claim holds), and
  * once it finished the answer to replay. `thread_id` is the storage key of the conversation the
  * answer belongs to (null for feedback, or while running), so retention deletes the row with its
- * thread; every row also expires (IDEMPOTENCY_TTL) and expired rows are swept as new keys arrive.
+ * thread; `run_id` the run that answered (null when none did), replayed in `X-Run-Id`. Every row also
+ * expires (IDEMPOTENCY_TTL) and expired rows are swept as new keys arrive.
  */
 export const IDEMPOTENCY_TABLE = "agenthost_idempotency";
+
+/** The answer of a finished request, as replayed. */
+export interface StoredAnswer {
+  readonly status: number;
+  /** The body as JSON text. */
+  readonly body: string;
+  /** The run that answered (an invoke's), null when the request started none. */
+  readonly runId: string | null;
+}
 
 /** What is stored under a scope that a new request could not claim. */
 export interface IdempotencyRecord {
   readonly fingerprint: string;
   /** Null while the first request is still running. */
-  readonly answer: { readonly status: number; readonly body: string } | null;
+  readonly answer: StoredAnswer | null;
 }
 
 export type ClaimOutcome = { readonly claimed: true } | { readonly claimed: false; readonly record: IdempotencyRecord };
@@ -27,8 +37,8 @@ export interface IdempotencyStore {
    * its first request's claim ran out (`runningUntil` of that request passed: it died or hung).
    */
   claim(scope: string, fingerprint: string, now: number, runningUntil: number, expiresAt: number): Promise<ClaimOutcome>;
-  /** Store the answer of the claimed request; `threadId` is its conversation's storage key. */
-  complete(scope: string, threadId: string | null, status: number, body: string, expiresAt: number): Promise<void>;
+  /** Store the answer of the claimed request; `threadId` is its conversation's storage key (null: none). */
+  complete(scope: string, threadId: string | null, answer: StoredAnswer, expiresAt: number): Promise<void>;
   /** Give the claim up (the request failed): a retry runs again. */
   release(scope: string): Promise<void>;
   /** Delete rows that expired before `now`. */
@@ -39,12 +49,16 @@ interface StoredRow {
   fingerprint: string;
   status: number | null;
   body: string | null;
+  run_id: string | null;
   expires_at: number | string;
   running_until: number | string | null;
 }
 
 function recordOf(row: StoredRow): IdempotencyRecord {
-  return { fingerprint: row.fingerprint, answer: row.status === null || row.body === null ? null : { status: row.status, body: row.body } };
+  return {
+    fingerprint: row.fingerprint,
+    answer: row.status === null || row.body === null ? null : { status: row.status, body: row.body, runId: row.run_id },
+  };
 }
 
 /** A row that a new request may take over: expired, or a first request whose claim ran out. */
@@ -64,13 +78,14 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   async claim(scope: string, fingerprint: string, now: number, runningUntil: number, expiresAt: number): Promise<ClaimOutcome> {
     const row = this.rows.get(scope);
     if (row && !isStale(row, now)) return { claimed: false, record: recordOf(row) };
-    this.rows.set(scope, { fingerprint, status: null, body: null, expires_at: expiresAt, running_until: runningUntil, thread_id: null });
+    this.rows.set(scope, { fingerprint, status: null, body: null, run_id: null, expires_at: expiresAt, running_until: runningUntil, thread_id: null });
     return { claimed: true };
   }
 
-  async complete(scope: string, threadId: string | null, status: number, body: string, expiresAt: number): Promise<void> {
+  async complete(scope: string, threadId: string | null, answer: StoredAnswer, expiresAt: number): Promise<void> {
     const row = this.rows.get(scope);
-    if (row) this.rows.set(scope, { ...row, thread_id: threadId, status, body, expires_at: expiresAt, running_until: null });
+    const { status, body, runId } = answer;
+    if (row) this.rows.set(scope, { ...row, thread_id: threadId, status, body, run_id: runId, expires_at: expiresAt, running_until: null });
   }
 
   async release(scope: string): Promise<void> {
@@ -89,6 +104,7 @@ CREATE TABLE IF NOT EXISTS ${IDEMPOTENCY_TABLE} (
   fingerprint TEXT NOT NULL,
   status INTEGER,
   body TEXT,
+  run_id TEXT,
   running_until INTEGER,
   expires_at INTEGER NOT NULL
 );
@@ -100,9 +116,9 @@ CREATE INDEX IF NOT EXISTS ${IDEMPOTENCY_TABLE}_by_expiry ON ${IDEMPOTENCY_TABLE
  * Parameters: scope, fingerprint, running_until, expires_at, now.
  */
 const claimSql = (table: string, p: (n: number) => string) => `
-INSERT INTO ${table} AS held (scope, thread_id, fingerprint, status, body, running_until, expires_at)
-VALUES (${p(1)}, NULL, ${p(2)}, NULL, NULL, ${p(3)}, ${p(4)})
-ON CONFLICT (scope) DO UPDATE SET thread_id = NULL, fingerprint = excluded.fingerprint, status = NULL, body = NULL,
+INSERT INTO ${table} AS held (scope, thread_id, fingerprint, status, body, run_id, running_until, expires_at)
+VALUES (${p(1)}, NULL, ${p(2)}, NULL, NULL, NULL, ${p(3)}, ${p(4)})
+ON CONFLICT (scope) DO UPDATE SET thread_id = NULL, fingerprint = excluded.fingerprint, status = NULL, body = NULL, run_id = NULL,
   running_until = excluded.running_until, expires_at = excluded.expires_at
 WHERE held.expires_at <= ${p(5)} OR (held.status IS NULL AND held.running_until <= ${p(5)})
 RETURNING scope`;
@@ -119,10 +135,13 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 
   constructor(db: Database.Database) {
     db.exec(SQLITE_DDL);
+    // A table made before answers named their run gets the column (ALTER TABLE has no IF NOT EXISTS here).
+    const columns = db.prepare(`SELECT name FROM pragma_table_info('${IDEMPOTENCY_TABLE}')`).pluck().all() as string[];
+    if (!columns.includes("run_id")) db.exec(`ALTER TABLE ${IDEMPOTENCY_TABLE} ADD COLUMN run_id TEXT`);
     this.claimStmt = db.prepare(claimSql(IDEMPOTENCY_TABLE, () => "?"));
-    this.readStmt = db.prepare(`SELECT fingerprint, status, body, expires_at, running_until FROM ${IDEMPOTENCY_TABLE} WHERE scope = ?`);
+    this.readStmt = db.prepare(`SELECT fingerprint, status, body, run_id, expires_at, running_until FROM ${IDEMPOTENCY_TABLE} WHERE scope = ?`);
     this.completeStmt = db.prepare(
-      `UPDATE ${IDEMPOTENCY_TABLE} SET thread_id = ?, status = ?, body = ?, expires_at = ?, running_until = NULL WHERE scope = ?`,
+      `UPDATE ${IDEMPOTENCY_TABLE} SET thread_id = ?, status = ?, body = ?, run_id = ?, expires_at = ?, running_until = NULL WHERE scope = ?`,
     );
     this.releaseStmt = db.prepare(`DELETE FROM ${IDEMPOTENCY_TABLE} WHERE scope = ?`);
     this.sweepStmt = db.prepare(`DELETE FROM ${IDEMPOTENCY_TABLE} WHERE expires_at <= ?`);
@@ -137,8 +156,8 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
     throw new Error("the idempotency key could not be claimed");
   }
 
-  async complete(scope: string, threadId: string | null, status: number, body: string, expiresAt: number): Promise<void> {
-    this.completeStmt.run(threadId, status, body, expiresAt, scope);
+  async complete(scope: string, threadId: string | null, answer: StoredAnswer, expiresAt: number): Promise<void> {
+    this.completeStmt.run(threadId, answer.status, answer.body, answer.runId, expiresAt, scope);
   }
 
   async release(scope: string): Promise<void> {
@@ -155,7 +174,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
 
   constructor(
     private readonly pool: pg.Pool,
-    schema: string,
+    private readonly schema: string,
   ) {
     this.table = `"${schema}".${IDEMPOTENCY_TABLE}`;
   }
@@ -169,9 +188,17 @@ CREATE TABLE IF NOT EXISTS ${this.table} (
   fingerprint TEXT NOT NULL,
   status INTEGER,
   body TEXT,
+  run_id TEXT,
   running_until BIGINT,
   expires_at BIGINT NOT NULL
 )`);
+      // A table made before answers named their run gets the column (looked up first: an ALTER TABLE
+      // locks the table even when it changes nothing, and every host runs this setup as it starts).
+      const found = await client.query(
+        "SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = 'run_id'",
+        [this.schema, IDEMPOTENCY_TABLE],
+      );
+      if (!found.rowCount) await client.query(`ALTER TABLE ${this.table} ADD COLUMN IF NOT EXISTS run_id TEXT`);
       await client.query(`CREATE INDEX IF NOT EXISTS ${IDEMPOTENCY_TABLE}_by_thread ON ${this.table} (thread_id)`);
       await client.query(`CREATE INDEX IF NOT EXISTS ${IDEMPOTENCY_TABLE}_by_expiry ON ${this.table} (expires_at)`);
     });
@@ -183,7 +210,7 @@ CREATE TABLE IF NOT EXISTS ${this.table} (
       const claimed = await this.pool.query(sql, [scope, fingerprint, runningUntil, expiresAt, now]);
       if (claimed.rowCount) return { claimed: true };
       const { rows } = await this.pool.query<StoredRow>(
-        `SELECT fingerprint, status, body, expires_at, running_until FROM ${this.table} WHERE scope = $1`,
+        `SELECT fingerprint, status, body, run_id, expires_at, running_until FROM ${this.table} WHERE scope = $1`,
         [scope],
       );
       if (rows[0]) return { claimed: false, record: recordOf(rows[0]) };
@@ -191,14 +218,11 @@ CREATE TABLE IF NOT EXISTS ${this.table} (
     throw new Error("the idempotency key could not be claimed");
   }
 
-  async complete(scope: string, threadId: string | null, status: number, body: string, expiresAt: number): Promise<void> {
-    await this.pool.query(`UPDATE ${this.table} SET thread_id = $1, status = $2, body = $3, expires_at = $4, running_until = NULL WHERE scope = $5`, [
-      threadId,
-      status,
-      body,
-      expiresAt,
-      scope,
-    ]);
+  async complete(scope: string, threadId: string | null, answer: StoredAnswer, expiresAt: number): Promise<void> {
+    await this.pool.query(
+      `UPDATE ${this.table} SET thread_id = $1, status = $2, body = $3, run_id = $4, expires_at = $5, running_until = NULL WHERE scope = $6`,
+      [threadId, answer.status, answer.body, answer.runId, expiresAt, scope],
+    );
   }
 
   async release(scope: string): Promise<void> {

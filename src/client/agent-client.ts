@@ -6,7 +6,7 @@ import { pause } from "./pause.ts";
 import { mayResume, newThreadId, positionedFrames } from "./resumable.ts";
 import { decodeSse } from "./sse.ts";
 import { secretFromEnvironment } from "./environment.ts";
-import { IDEMPOTENCY_KEY_HEADER, mergeHeaders, newIdempotencyKey, type HeaderHook } from "./request-headers.ts";
+import { IDEMPOTENCY_KEY_HEADER, mergeHeaders, newIdempotencyKey, REPLAYED_HEADER, type HeaderHook } from "./request-headers.ts";
 import { resolveRetryPolicy, retryDelay, type ResolvedRetryPolicy, type RetryPolicy } from "./retry-policy.ts";
 import type {
   AddMessagesRequest,
@@ -280,7 +280,9 @@ export class AgentClient {
       const response = await fetchImpl(this.baseUrl + path, { method, headers: mergeHeaders(headers, extra), body: payload, signal: scope.signal });
       if (response.ok) return response;
       const error = await errorFromResponse(response);
-      const delay = this.retry ? retryDelay(this.retry, error, attempt) : undefined;
+      // A replayed failure is final for its Idempotency-Key: another attempt would replay it again.
+      const replayed = response.headers.get(REPLAYED_HEADER) === "true";
+      const delay = this.retry && !replayed ? retryDelay(this.retry, error, attempt) : undefined;
       if (delay === undefined) throw error;
       await pause(delay, scope.signal);
     }

@@ -19,6 +19,8 @@ export interface OutgoingRequest {
 export type HeaderHook = (request: OutgoingRequest) => Record<string, string> | undefined | Promise<Record<string, string> | undefined>;
 
 export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
+/** Set on an answer replayed for an Idempotency-Key, failures included: asking again gets it again. */
+export const REPLAYED_HEADER = "idempotent-replayed";
 
 /** A new key for a call that is retried: a random UUID from the platform's Web Crypto. */
 export function newIdempotencyKey(): string {

@@ -7,7 +7,8 @@ import type { AgentClientError } from "./errors.ts";
  * failure after the service accepted the request may already have run part of a turn. Every
  * attempt shares the call's `timeout`; the caller's signal stops the waiting too. When retries are
  * on, invoke, addMessages and createFeedback always carry an Idempotency-Key (the caller's, or one
- * the client makes), so a retry can never run a turn twice.
+ * the client makes), so a retry can never run a turn twice. A failure the service replayed for the
+ * key (`Idempotent-Replayed: true`) is not retried: it is the key's final answer.
  */
 export interface RetryPolicy {
   /** Attempts in all, the first included (default 3). */

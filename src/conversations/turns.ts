@@ -13,14 +13,17 @@ export type UnderLock = (run: PreparedRun, head: ConversationHead) => PreparedRu
 /**
  * A run that started and then failed: `error` is how to report it, `cause` what was thrown. Failures
  * before the run starts (a busy conversation, a full one, nothing pending to resume) are thrown as
- * plain ServiceErrors instead: they are answers to the request, not runs. A streamed run's message
- * that was still held back when it failed comes with it, to be handed over before the failure.
+ * plain ServiceErrors instead: they are answers to the request, not runs. `executed` says whether the
+ * graph had begun executing (false: it failed under the lock before that, e.g. reading the
+ * conversation), so whether anything of the turn may have been stored. A streamed run's message that
+ * was still held back when it failed comes with it, to be handed over before the failure.
  */
 export class RunFailure extends Error {
   constructor(
     readonly error: ServiceError,
     readonly run: PreparedRun,
     cause: unknown,
+    readonly executed: boolean,
     readonly undelivered?: StreamEvent,
   ) {
     super(error.message, { cause });
@@ -74,15 +77,17 @@ export class Turns {
   invoke(conversation: Conversation, prepared: PreparedRun, control: AbortController, underLock?: UnderLock): Promise<ChatMessage> {
     return this.deps.conversations.withConversation(conversation, control, async (runSignal) => {
       let run = prepared;
+      let executed = false;
       // A cancel reaches the run from the moment it holds the conversation.
       const leave = this.deps.active.enter(prepared.storageKey, prepared.runId, control);
       try {
         run = await this.start(conversation, run, underLock);
+        executed = true;
         return await invokeRun(run, runSignal);
       } catch (cause) {
         forgetUnsavedChanges(run.agent, run.storageKey);
         if (cause instanceof ServiceError && cause.refusal) throw cause;
-        throw new RunFailure(classifyRunError(cause, runSignal.aborted ? runSignal.reason : undefined, run), run, cause);
+        throw new RunFailure(classifyRunError(cause, runSignal.aborted ? runSignal.reason : undefined, run), run, cause, executed);
       } finally {
         leave();
       }
@@ -140,7 +145,7 @@ export class Turns {
     } catch (cause) {
       forgetUnsavedChanges(run.agent, run.storageKey);
       const error = classifyRunError(cause, held.signal.aborted ? held.signal.reason : undefined, run);
-      throw new RunFailure(error, run, cause, candidate);
+      throw new RunFailure(error, run, cause, true, candidate);
     } finally {
       await held.release();
     }

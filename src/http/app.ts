@@ -5,7 +5,7 @@ import { ConversationList } from "../conversations/thread-list.ts";
 import { RunControl } from "../conversations/run-control.ts";
 import { Turns } from "../conversations/turns.ts";
 import type { Runtime } from "../runtime.ts";
-import { admission } from "./middleware/admission.ts";
+import { admission, controlAdmission } from "./middleware/admission.ts";
 import { authenticate } from "./middleware/authenticate.ts";
 import { bodyDeadline } from "./middleware/body-deadline.ts";
 import { cors } from "./middleware/cors.ts";
@@ -56,10 +56,10 @@ function routeServices(runtime: Runtime): RouteServices {
   };
 }
 
-/** The storage key of the conversation an idempotent answer names (invoke, append), for retention. */
+/** The storage key of the conversation an idempotent answer (or a failed run's request) names, for retention. */
 function answerThread(conversations: ConversationService): ConstructorParameters<typeof IdempotentRequests>[0]["threadOf"] {
-  return (principal, agent, answer, sent) => {
-    const threadId = (answer as { thread_id?: unknown } | null)?.thread_id;
+  return (principal, agent, named, sent) => {
+    const threadId = (named as { thread_id?: unknown } | null)?.thread_id;
     if (typeof threadId !== "string") return null;
     const userId = (sent as { user_id?: unknown } | null)?.user_id;
     return conversations.resolve(principal, agent, { thread_id: threadId, user_id: typeof userId === "string" && userId ? userId : undefined }).storageKey;
@@ -69,8 +69,8 @@ function answerThread(conversations: ConversationService): ConstructorParameters
 /**
  * The Express application, without listening. Order matters: CORS preflights (CORS_ALLOW_ORIGINS)
  * are answered first; every request's body is bounded in time; probes and the reference are public;
- * everything after `authenticate` needs a bearer token; admission takes a worker slot before any body
- * is read. The operations come from the route table
+ * everything after `authenticate` needs a bearer token; admission takes a worker slot (POST /cancel
+ * one of its own small reserve) before any body is read. The operations come from the route table
  * (operations.ts); each path answers a method it does not serve with 405 (public ones before
  * authentication).
  */
@@ -114,6 +114,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): Express {
   app.use(mountOperations(operations, handlers, settings, "public"));
   app.use(refuseOtherMethods(docsRoutes()));
   app.use(authenticate(runtime));
+  app.use(controlAdmission(runtime, operations));
   app.use(admission(runtime));
   // Bodies are JSON whatever the Content-Type says, so `curl -d` works without a header.
   app.use(express.json({ limit: runtime.config.REQUEST_MAX_BYTES, type: readsBody, strict: true }));

@@ -97,12 +97,19 @@ function serve(id: string, operation: Operation, handler: AnyHandler, settings: 
     const input = inputOf(operation, req, res, settings.agentNamed);
     const key = operation.idempotent && settings.idempotency ? idempotencyKeyOf(req) : undefined;
     if (key !== undefined && settings.idempotency && input.agent) {
-      const { principal, agent, sent, logger } = input;
-      const once = await settings.idempotency.answer(key, { operation: id, principal, agent, sent, logger }, async () => {
+      const { principal, agent, sent, logger, scope } = input;
+      const executed = () => scope.runExecuted === true;
+      const runId = () => scope.runId;
+      const once = await settings.idempotency.answer(key, { operation: id, principal, agent, sent, logger, executed, runId }, async () => {
         return (await handler(input)) as { status: number; body: unknown };
       });
-      if (once.replayed) res.status(once.status).set(REPLAYED_HEADER, "true").type("application/json").send(once.text);
-      else res.status(once.status).json(once.body);
+      if (once.replayed) {
+        // The first run's id, as on its own answer (every run response names its run).
+        if (once.runId !== null) input.announceRun(once.runId);
+        res.status(once.status).set(REPLAYED_HEADER, "true").type("application/json").send(once.text);
+      } else {
+        res.status(once.status).json(once.body);
+      }
       return;
     }
     const answer = (await handler(input)) as { status: keyof JsonOperation["responses"]; body: unknown };

@@ -38,6 +38,11 @@ interface OperationBase {
   readonly idempotent?: boolean;
   /** The failures the operation reports, beyond those every authenticated operation may. */
   readonly errors: readonly ErrorKind[];
+  /**
+   * Controls a run rather than starting one (POST /cancel): admitted through the worker's own small
+   * reserve (runtime.controlAdmission), so it is served when REQUEST_MAX_CONCURRENT is taken.
+   */
+  readonly control?: true;
   /** Starts a run: every answer carries its id in `X-Run-Id`, set before the first byte. */
   readonly runId?: true;
 }

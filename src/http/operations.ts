@@ -49,6 +49,7 @@ const RUN_ERRORS = [
   "model_timeout",
   "model_unavailable",
   "model_request_rejected",
+  "run_cancelled",
   "run_failed",
 ] as const satisfies readonly ErrorKind[];
 
@@ -172,6 +173,7 @@ export const operations = {
     method: "post",
     path: "/cancel",
     agentScoped: true,
+    control: true,
     summary: "Stop the run that holds a conversation, on whichever worker or host it runs",
     tag: "runs",
     body: { schema: cancelRequestSchema, required: true },

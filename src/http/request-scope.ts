@@ -24,6 +24,11 @@ export interface RequestScope {
   route?: string;
   /** The run the request started, once prepared (for the request's log line). */
   runId?: string;
+  /**
+   * Set once the request's run began executing its graph: from then on it may have stored steps, so
+   * whatever it answers (success or failure) is the answer an Idempotency-Key keeps.
+   */
+  runExecuted?: true;
   /** The run's span, with tracing on. */
   runTrace?: RunTrace;
   /** The error_code the request was answered with (an error answer, or a stream's error event). */

@@ -54,11 +54,13 @@ export async function countedRun(metrics: ServiceMetrics, scope: RequestScope, r
     message = await answer;
   } catch (thrown) {
     if (!(thrown instanceof RunFailure)) throw thrown;
+    if (thrown.executed) scope.runExecuted = true;
     const error = toApiError(thrown.error);
     endRun(metrics, scope, run, error.errorCode ?? "error");
     logRunFailure(scope.logger, thrown, error);
     throw error;
   }
+  scope.runExecuted = true;
   endRun(metrics, scope, run, "ok");
   metrics.countTokens(run.agent.name, message);
   return message;

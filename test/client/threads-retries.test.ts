@@ -133,7 +133,12 @@ describe("retries and the header hook", () => {
       await assert.rejects(c.invoke("hi"), (error: AgentClientError) => error.statusCode === 503);
       scripted.route("POST /a/invoke", (_req, res) => sendJson(res, 500, { detail: "boom" }));
       await assert.rejects(c.invoke("hi"), (error: AgentClientError) => error.statusCode === 500);
-      assert.equal(scripted.requests.length, before + 2);
+      // A replayed failure is the key's final answer: not retried either.
+      scripted.route("POST /a/invoke", (_req, res) =>
+        sendJson(res, 503, { detail: "provider down", error_code: "model_unavailable" }, { "retry-after": "0", "idempotent-replayed": "true" }),
+      );
+      await assert.rejects(c.invoke("hi"), (error: AgentClientError) => error.errorCode === "model_unavailable");
+      assert.equal(scripted.requests.length, before + 3);
       // Without retries no key is made up.
       scripted.route("POST /a/invoke", (_req, res) => sendJson(res, 200, aiMessage("plain")));
       await new AgentClient({ baseUrl: scripted.url, agent: "a", authSecret: "t" }).invoke("hi");

@@ -8,8 +8,19 @@ import { Redis } from "ioredis";
 import { DATABASE_URL, dropSchema, uniqueSchema } from "../helpers/postgres.ts";
 import { REDIS_URL } from "../helpers/redis.ts";
 import { parseSseFrames } from "../helpers/run-streams.ts";
-import { eventually, request, startCluster, type Cluster } from "./cluster-helper.ts";
+import { eventually, request, startCluster, type Cluster, type Reply } from "./cluster-helper.ts";
 import { messagesOf, STEPS_AGENT, streamThenCut } from "./run-control-helper.ts";
+
+/** The last log lines of a host, for a failure's message. */
+function recentLogs(name: string, host: Cluster, lines = 12): string {
+  return `${name}:\n${host.logs.slice(-lines).map((line) => `  ${JSON.stringify(line).slice(0, 400)}`).join("\n")}`;
+}
+
+/** A request's answer so far, for a failure's message. */
+function answerOf(pending: { reply?: Reply; error?: unknown }): string {
+  if (pending.reply) return `${pending.reply.status} ${pending.reply.body.slice(0, 500)}`;
+  return pending.error === undefined ? "no answer yet" : `failed: ${String(pending.error)}`;
+}
 
 describe("cancel and resume across two hosts sharing PostgreSQL and Redis", () => {
   const schema = uniqueSchema("agenthost_runctl");
@@ -44,14 +55,39 @@ describe("cancel and resume across two hosts sharing PostgreSQL and Redis", () =
     const thread = randomUUID();
     const body = { input: { message: "go" }, thread_id: thread, agent_config: { steps: 2, sleep_ms: 60_000 } };
     const running = request(hostA.url, "POST", "/steps-agent/invoke", body);
-    await eventually(async () => (await messagesOf(hostB.url, thread)).length === 3, 10_000, "the run's two steps checkpointed");
+    const invoked: { reply?: Reply; error?: unknown } = {};
+    running.then((reply) => (invoked.reply = reply), (error: unknown) => (invoked.error = error));
+    /** The last history read on host B: its messages, or the answer that was not a page. */
+    let seen: string[] | string = [];
+    const stepsSeen = async () => {
+      const reply = await request(hostB.url, "GET", `/steps-agent/history?thread_id=${thread}`);
+      if (reply.status !== 200) {
+        seen = `${reply.status} ${reply.body.slice(0, 300)}`;
+        return false;
+      }
+      seen = reply.json<{ messages: Array<{ content: unknown }> }>().messages.map((message) => String(message.content));
+      return seen.length === 3;
+    };
+    const explain = () => `the invoke on host A: ${answerOf(invoked)}; history on host B: ${JSON.stringify(seen)}\n${recentLogs("host A", hostA)}\n${recentLogs("host B", hostB)}`;
+    try {
+      // The run waits 60 s after its steps: an invoke that answers before the steps show has failed,
+      // and waiting on would only hide why. The bound is for a loaded machine; polling ends at the steps.
+      const answeredFirst = running.then(() => {
+        throw new Error("the invoke answered before its steps were seen");
+      });
+      await Promise.race([eventually(stepsSeen, 30_000, "the run's two steps checkpointed"), answeredFirst]);
+    } catch (error) {
+      // Leave no 60 s run behind on host A for the next test.
+      await request(hostA.url, "POST", "/steps-agent/cancel", { thread_id: thread }).catch(() => undefined);
+      throw new Error(`${(error as Error).message}; ${explain()}`, { cause: error });
+    }
 
     const cancel = await request(hostB.url, "POST", "/steps-agent/cancel", { thread_id: thread });
     assert.equal(cancel.status, 200, cancel.body);
     const answer = cancel.json<{ cancelled: boolean; run_id: string }>();
-    assert.equal(answer.cancelled, true);
+    assert.equal(answer.cancelled, true, `${cancel.body}; ${explain()}`);
     const stopped = await running;
-    assert.equal(stopped.status, 409);
+    assert.equal(stopped.status, 409, explain());
     assert.equal(stopped.json().error_code, "run_cancelled");
     assert.equal(stopped.headers["x-run-id"], answer.run_id);
     assert.deepEqual(await messagesOf(hostB.url, thread), ["go", "step 1", "step 2"]);
@@ -74,14 +110,18 @@ describe("cancel and resume across two hosts sharing PostgreSQL and Redis", () =
     );
     const path = `/steps-agent/runs/${cut.runId}/stream?thread_id=${thread}`;
     const resumed = await request(hostB.url, "GET", path, undefined, { "last-event-id": String(cut.frames.at(-1)!.id) });
-    assert.equal(resumed.status, 200, resumed.body);
+    const explain = () =>
+      `frames before the cut: ${JSON.stringify(cut.frames)}; resumed on host B: ${resumed.status} ${JSON.stringify(resumed.body.slice(0, 2000))}\n` +
+      `${recentLogs("host A", hostA)}\n${recentLogs("host B", hostB)}`;
+    assert.equal(resumed.status, 200, explain());
     const rest = parseSseFrames(resumed.body);
-    assert.equal(rest.filter((frame) => frame.data === "[DONE]").length, 1);
+    assert.equal(rest.filter((frame) => frame.data === "[DONE]").length, 1, explain());
     const all = [...cut.frames, ...rest.slice(0, -1)];
-    assert.deepEqual(all.map((frame) => frame.id), all.map((_frame, index) => index + 1));
+    assert.deepEqual(all.map((frame) => frame.id), all.map((_frame, index) => index + 1), explain());
     assert.deepEqual(
       all.map((frame) => (JSON.parse(frame.data) as { content: { content: string } }).content.content),
       ["step 1", "step 2", "step 3", "finished"],
+      explain(),
     );
 
     const jsonl = await request(hostB.url, "GET", `/steps-agent/runs/${cut.runId}/stream/jsonl?thread_id=${thread}&after=3`);

@@ -10,7 +10,11 @@ import { ALL_BACKENDS, TEST_DATABASE_URL, type BackendUnderTest } from "./histor
 
 const AGENT = "chatbot-agent";
 const ALICE_TOKEN = "alice-idempotency-token";
-const AGENTS = JSON.stringify(["./test/fixtures/spine-agents.ts:slowAgent", "./test/fixtures/spine-agents.ts:failingAgent"]);
+const AGENTS = JSON.stringify([
+  "./test/fixtures/spine-agents.ts:slowAgent",
+  "./test/fixtures/spine-agents.ts:failingAgent",
+  "./test/fixtures/run-control-agents.ts:stepsAgent",
+]);
 
 function post(service: RunningService, path: string, body: unknown, key?: string, token = TEST_TOKEN): Promise<Response> {
   const headers: Record<string, string> = { "content-type": "application/json", authorization: `Bearer ${token}` };
@@ -40,6 +44,13 @@ async function keyRows(backend: BackendUnderTest): Promise<{ running: number; an
   }
 }
 
+/** The conversation's messages as text. */
+async function messagesOf(service: RunningService, agent: string, thread: string): Promise<string[]> {
+  const res = await fetch(`${service.url}/${agent}/history?thread_id=${thread}`, { headers: { authorization: `Bearer ${TEST_TOKEN}` } });
+  if (res.status !== 200) throw new Error(`history answered ${res.status}: ${await res.text()}`);
+  return ((await res.json()) as { messages: Array<{ content: unknown }> }).messages.map((message) => String(message.content));
+}
+
 for (const makeBackend of ALL_BACKENDS) {
   const backend = makeBackend();
   const persistent = backend.name !== "memory";
@@ -64,6 +75,7 @@ for (const makeBackend of ALL_BACKENDS) {
       const again = await post(service, `/${AGENT}/invoke`, body, "invoke-1");
       assert.equal(again.status, 200);
       assert.equal(again.headers.get("idempotent-replayed"), "true");
+      assert.equal(again.headers.get("x-run-id"), answer.run_id, "a replay names the first run");
       assert.match(again.headers.get("content-type") ?? "", /application\/json/);
       assert.deepEqual(await again.json(), answer);
 
@@ -76,6 +88,7 @@ for (const makeBackend of ALL_BACKENDS) {
         const afterRestart = await post(service, `/${AGENT}/invoke`, body, "invoke-1");
         assert.equal(afterRestart.status, 200);
         assert.equal(afterRestart.headers.get("idempotent-replayed"), "true");
+        assert.equal(afterRestart.headers.get("x-run-id"), answer.run_id);
         assert.deepEqual(await afterRestart.json(), answer);
       }
 
@@ -120,7 +133,48 @@ for (const makeBackend of ALL_BACKENDS) {
       const resent = await post(service, `/${AGENT}/feedback`, feedback, "feedback-1");
       assert.equal(resent.status, 201);
       assert.equal(resent.headers.get("idempotent-replayed"), "true");
+      assert.equal(resent.headers.get("x-run-id"), null, "a feedback started no run");
       assert.equal(((await resent.json()) as { feedback_id: string }).feedback_id, recorded.feedback_id);
+    });
+
+    test("a run cancelled after a step keeps its 409: the retry replays it and the turn is not run again", async () => {
+      const body = { input: { message: "go" }, thread_id: "cancel-once", agent_config: { steps: 1, sleep_ms: 60_000 } };
+      const first = post(service, "/steps-agent/invoke", body, "cancel-1");
+      await waitFor(async () => (await messagesOf(service, "steps-agent", "cancel-once")).length === 2, "the run's step checkpointed");
+      const cancel = await post(service, "/steps-agent/cancel", { thread_id: "cancel-once" });
+      assert.equal(((await cancel.json()) as { cancelled: boolean }).cancelled, true);
+      const stopped = await first;
+      assert.equal(stopped.status, 409);
+      const stoppedBody = (await stopped.json()) as { error_code: string };
+      assert.equal(stoppedBody.error_code, "run_cancelled");
+
+      const retry = await post(service, "/steps-agent/invoke", body, "cancel-1");
+      assert.equal(retry.status, 409);
+      assert.equal(retry.headers.get("idempotent-replayed"), "true");
+      assert.ok(stopped.headers.get("x-run-id"));
+      assert.equal(retry.headers.get("x-run-id"), stopped.headers.get("x-run-id"), "the replayed failure names the first run");
+      assert.deepEqual(await retry.json(), stoppedBody);
+      assert.deepEqual(await messagesOf(service, "steps-agent", "cancel-once"), ["go", "step 1"], "the turn ran once");
+    });
+
+    test("a request refused before its run started gives its key up: the retry runs", async () => {
+      // Refused by validation: no key is claimed at all.
+      const invalid = await post(service, `/${AGENT}/invoke`, { input: { message: "x" }, agent_config: "not an object" }, "early-1");
+      assert.equal(invalid.status, 422);
+      // Refused under the key: the conversation is busy with another request (THREAD_QUEUE_TIMEOUT 0).
+      const holder = post(service, "/slow-agent/invoke", { input: { message: "hold" }, thread_id: "busy-once", agent_config: { sleep_ms: 60_000 } });
+      await waitFor(() => service.runtime.activeRuns.size === 1, "the other request holding the conversation");
+      const body = { input: { message: "after the other" }, thread_id: "busy-once", agent_config: { sleep_ms: 0 } };
+      const busy = await post(service, "/slow-agent/invoke", body, "early-1");
+      assert.equal(busy.status, 409);
+      assert.equal(((await busy.json()) as { error_code: string }).error_code, "conversation_busy");
+      assert.equal((await post(service, "/slow-agent/cancel", { thread_id: "busy-once" })).status, 200);
+      assert.equal((await holder).status, 409);
+
+      const retry = await post(service, "/slow-agent/invoke", body, "early-1");
+      assert.equal(retry.status, 200);
+      assert.equal(retry.headers.get("idempotent-replayed"), null, "the retry ran");
+      assert.deepEqual(await messagesOf(service, "slow-agent", "busy-once"), ["hold", "after the other", "done sleeping"]);
     });
 
     test("a bad key is refused with 422 validation_failed", async () => {
@@ -151,15 +205,35 @@ for (const makeBackend of ALL_BACKENDS) {
       assert.deepEqual(await replay.json(), answer);
     });
 
-    test("a failed request gives its key up: the retry runs again", async () => {
+    test("a run that failed after it began keeps its failure: the retry replays it, also after a restart", async () => {
       const before = await keyRows(backend);
       const body = { input: { message: "fail" }, thread_id: "fails" };
       const first = await post(service, "/failing-agent/invoke", body, "fail-1");
       assert.equal(first.status, 500);
-      assert.deepEqual(await keyRows(backend), before, "no key kept for a failure");
+      const failure = await first.json();
+      assert.deepEqual(await keyRows(backend), { running: before.running, answered: before.answered + 1 }, "the failure kept");
       const retry = await post(service, "/failing-agent/invoke", body, "fail-1");
       assert.equal(retry.status, 500);
-      assert.equal(retry.headers.get("idempotent-replayed"), null);
+      assert.equal(retry.headers.get("idempotent-replayed"), "true");
+      assert.deepEqual(await retry.json(), failure);
+      assert.deepEqual(await messagesOf(service, "failing-agent", "fails"), ["fail", ""], "one turn: the input and the first step");
+
+      await service.close();
+      service = await startService(env);
+      const afterRestart = await post(service, "/failing-agent/invoke", body, "fail-1");
+      assert.equal(afterRestart.status, 500);
+      assert.equal(afterRestart.headers.get("idempotent-replayed"), "true");
+    });
+
+    test("a refusal under the key keeps nothing: the claim is deleted", async () => {
+      const before = await keyRows(backend);
+      const holder = post(service, "/slow-agent/invoke", { input: { message: "hold" }, thread_id: "busy-rows", agent_config: { sleep_ms: 60_000 } });
+      await waitFor(() => service.runtime.activeRuns.size === 1, "the other request holding the conversation");
+      const busy = await post(service, "/slow-agent/invoke", { input: { message: "x" }, thread_id: "busy-rows" }, "busy-rows-1");
+      assert.equal(busy.status, 409);
+      assert.deepEqual(await keyRows(backend), before, "no key kept for a refusal");
+      await post(service, "/slow-agent/cancel", { thread_id: "busy-rows" });
+      assert.equal((await holder).status, 409);
     });
   });
 }

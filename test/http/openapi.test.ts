@@ -8,7 +8,10 @@ import { startService, type RunningService } from "../helpers/service.ts";
 
 type Document = {
   servers?: unknown[];
-  paths: Record<string, Record<string, { operationId?: string; security?: unknown[]; responses: Record<string, { headers?: Record<string, unknown> }> }>>;
+  paths: Record<
+    string,
+    Record<string, { operationId?: string; security?: unknown[]; responses: Record<string, { description?: string; headers?: Record<string, unknown> }> }>
+  >;
   components: { headers?: Record<string, unknown>; parameters?: Record<string, { in?: string }> };
 };
 
@@ -65,6 +68,16 @@ describe("OpenAPI document", () => {
     assert.ok(document.paths["/{agent_id}/stream"]!.post!.responses["200"]!.headers?.["X-Run-Id"]);
     assert.ok(document.paths["/{agent_id}/runs/{run_id}/stream"]!.get!.responses["404"], "an unknown or expired run is 404");
     assert.ok(document.paths["/cancel"]!.post!.responses["200"], "the default agent's cancel");
+  });
+
+  test("a stopped invoke or resume is documented: 409 run_cancelled", () => {
+    for (const path of ["/{agent_id}/invoke", "/invoke", "/{agent_id}/resume", "/resume"]) {
+      const conflict = document.paths[path]!.post!.responses["409"];
+      assert.match(conflict?.description ?? "", /`run_cancelled`/, path);
+      assert.match(conflict?.description ?? "", /`conversation_busy`/, path);
+    }
+    // A stream reports it as an error event after its 200, not as a status.
+    assert.doesNotMatch(document.paths["/{agent_id}/stream"]!.post!.responses["409"]?.description ?? "", /run_cancelled/);
   });
 
   test("lists exactly the operations the app mounts", () => {

@@ -208,3 +208,38 @@ describe("a resumable run without its client", () => {
     assert.equal(eventsOf(frames)[1]!.error_code, "request_timeout");
   });
 });
+
+describe("cancel on a full worker", () => {
+  let service: RunningService;
+  before(async () => {
+    // One slot, no queue: a second ordinary request is refused at once.
+    service = await startService({ AGENT_PATHS: AGENTS, REQUEST_MAX_CONCURRENT: "1", REQUEST_MAX_BYTES: "65536" });
+  });
+  after(() => service.close());
+
+  test("a cancel gets through while a run holds the only slot; the run ends 409 run_cancelled", async () => {
+    const running = call(service, "POST", "/steps-agent/invoke", waiting("full-1"));
+    await waitFor(() => service.runtime.activeRuns.size === 1, "the run holding the conversation");
+    const busy = await call(service, "GET", "/steps-agent/history?thread_id=full-1");
+    assert.equal(busy.status, 503, "the run holds the worker's only slot");
+    assert.equal(((await busy.json()) as { error_code: string }).error_code, "service_busy");
+
+    const cancel = await call(service, "POST", "/steps-agent/cancel", { thread_id: "full-1" });
+    assert.equal(cancel.status, 200);
+    const answer = (await cancel.json()) as { cancelled: boolean; run_id: string };
+    assert.equal(answer.cancelled, true);
+    const stopped = await running;
+    assert.equal(stopped.status, 409);
+    assert.equal(stopped.headers.get("x-run-id"), answer.run_id);
+    assert.equal(((await stopped.json()) as { error_code: string }).error_code, "run_cancelled");
+
+    // The reserve's slot is back and the run's slot too; a cancel still passes auth and body limits.
+    assert.equal(service.runtime.controlAdmission.activeCount, 0);
+    const history = await call(service, "GET", "/steps-agent/history?thread_id=full-1");
+    assert.equal(history.status, 200);
+    const unauthenticated = await fetch(`${service.url}/steps-agent/cancel`, { method: "POST", body: JSON.stringify({ thread_id: "full-1" }) });
+    assert.equal(unauthenticated.status, 401);
+    const huge = await call(service, "POST", "/steps-agent/cancel", { thread_id: "full-1", padding: "x".repeat(100_000) });
+    assert.equal(huge.status, 413);
+  });
+});

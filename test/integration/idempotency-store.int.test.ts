@@ -23,9 +23,14 @@ interface Made {
   close(): Promise<void>;
 }
 
-async function sqlite(): Promise<Made> {
+/** The table as it was before answers named their run (no run_id column). */
+const OLD_TABLE = `CREATE TABLE agenthost_idempotency (scope TEXT NOT NULL PRIMARY KEY, thread_id TEXT, fingerprint TEXT NOT NULL,
+  status INTEGER, body TEXT, running_until BIGINT, expires_at BIGINT NOT NULL)`;
+
+async function sqlite(old = false): Promise<Made> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agenthost-idempotency-"));
   const db = new Database(path.join(dir, "db.sqlite"));
+  if (old) db.exec(OLD_TABLE);
   return {
     store: new SqliteIdempotencyStore(db),
     rows: async () => db.prepare("SELECT count(*) FROM agenthost_idempotency").pluck().get() as number,
@@ -36,10 +41,11 @@ async function sqlite(): Promise<Made> {
   };
 }
 
-async function postgres(): Promise<Made> {
+async function postgres(old = false): Promise<Made> {
   const schema = uniqueSchema("t_idem");
   const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 2 });
   await pool.query(`CREATE SCHEMA "${schema}"`);
+  if (old) await pool.query(`SET search_path TO "${schema}"; ${OLD_TABLE}`);
   const store = new PostgresIdempotencyStore(pool, schema);
   await store.setup();
   return {
@@ -71,11 +77,11 @@ for (const [name, make] of [["filedb", sqlite], ["serverdb", postgres], ["memory
       const t = 1_000_000;
       assert.deepEqual(await store.claim("s1", "f1", t, t + 100, t + 1000), { claimed: true });
       assert.deepEqual(await store.claim("s1", "f1", t + 1, t + 101, t + 1001), { claimed: false, record: { fingerprint: "f1", answer: null } });
-      await store.complete("s1", "lat:v1:thread", 201, '{"ok":true}', t + 1000);
+      await store.complete("s1", "lat:v1:thread", { status: 201, body: '{"ok":true}', runId: "run-1" }, t + 1000);
       // The answer holds past the first claim's running time, until it expires.
       assert.deepEqual(await store.claim("s1", "f2", t + 500, t + 600, t + 1500), {
         claimed: false,
-        record: { fingerprint: "f1", answer: { status: 201, body: '{"ok":true}' } },
+        record: { fingerprint: "f1", answer: { status: 201, body: '{"ok":true}', runId: "run-1" } },
       });
       assert.deepEqual(await store.claim("s1", "f2", t + 1000, t + 1100, t + 2000), { claimed: true }, "expired: a new request takes the key");
     });
@@ -99,11 +105,26 @@ for (const [name, make] of [["filedb", sqlite], ["serverdb", postgres], ["memory
       const t = 3_000_000;
       await store.claim("old", "f", t, t + 10, t + 50);
       await store.claim("new", "f", t, t + 10, t + 500);
-      await store.complete("new", null, 201, "{}", t + 500);
+      await store.complete("new", null, { status: 201, body: "{}", runId: null }, t + 500);
       await store.sweep(t + 100);
       if (name !== "memory") assert.equal(await made.rows(), 1);
       assert.equal((await store.claim("new", "f", t + 101, t + 111, t + 600)).claimed, false);
       assert.equal((await store.claim("old", "f", t + 101, t + 111, t + 600)).claimed, true);
     });
+  });
+}
+
+for (const [name, make] of [["filedb", sqlite], ["serverdb", postgres]] as const) {
+  test(`a ${name} table made before answers named their run gets the run_id column`, async () => {
+    const made = await make(true);
+    try {
+      const t = 4_000_000;
+      assert.equal((await made.store.claim("s", "f", t, t + 10, t + 50)).claimed, true);
+      await made.store.complete("s", null, { status: 409, body: "{}", runId: "run-9" }, t + 50);
+      const found = await made.store.claim("s", "f", t + 1, t + 11, t + 51);
+      assert.deepEqual(found, { claimed: false, record: { fingerprint: "f", answer: { status: 409, body: "{}", runId: "run-9" } } });
+    } finally {
+      await made.close();
+    }
   });
 }
