@@ -430,7 +430,7 @@ export class AgentClient {
 }
 
 function runBody(message: MessageContent, options: RunOptions): Record<string, unknown> {
-  const body: Record<string, unknown> = { input: { message } };
+  const body: Record<string, unknown> = { input: options.resume === undefined ? { message } : { message, resume: options.resume } };
   for (const field of RUN_FIELDS) {
     if (options[field] !== undefined) body[field] = options[field];
   }

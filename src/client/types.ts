@@ -119,7 +119,7 @@ export interface CallOptions {
   agent?: string;
 }
 
-/** Fields of the invoke body besides `input`. */
+/** Fields of the invoke body besides `input.message`. */
 export interface RunOptions extends CallOptions {
   /** Omit to start a new conversation; the service creates the id and returns it on the message. */
   thread_id?: string;
@@ -130,6 +130,12 @@ export interface RunOptions extends CallOptions {
   /** Must not carry identity or checkpoint fields; the service rejects them (422). */
   agent_config?: Record<string, unknown>;
   recursion_limit?: number;
+  /**
+   * Sent as `input.resume`: answers to a paused conversation's interrupts, keyed by interrupt id
+   * (`pendingInterrupts`). The service answers the interrupts it names only; the others stay pending.
+   * A run on a conversation that is not paused ignores it.
+   */
+  resume?: Record<string, unknown>;
 }
 
 export interface StreamOptions extends RunOptions {

@@ -21,6 +21,11 @@ export const chatRequest = z
     thread_id: name.optional(),
     message: z.string().trim().max(100_000),
     attachments: z.array(attachment).max(1000).optional(),
+    /**
+     * Answers to a paused run's questions, keyed by interrupt id: sent as `input.resume`, which the
+     * service gives to the named interrupts only (the others stay pending).
+     */
+    resume: z.record(name, z.string().trim().min(1).max(100_000)).optional(),
   })
   .refine((body) => body.message !== "" || (body.attachments?.length ?? 0) > 0, {
     error: "send a message or an attachment",
@@ -207,6 +212,7 @@ export class ChatApi {
         // A dropped connection to agenthost is picked up again where it left off (the run goes on meanwhile).
         resumable: true,
         signal: cancel.signal,
+        ...(input.resume === undefined ? {} : { resume: input.resume }),
         ...this.identity(),
       });
       for await (const item of stream) {

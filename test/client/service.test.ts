@@ -227,7 +227,7 @@ describe("interrupts", () => {
   const INTERRUPTS = new URL("../fixtures/interrupt-agents.ts", import.meta.url).pathname;
   let paused: RunningService;
   before(async () => {
-    paused = await startService({ AGENT_PATHS: JSON.stringify([`${INTERRUPTS}:askName`]) });
+    paused = await startService({ AGENT_PATHS: JSON.stringify([`${INTERRUPTS}:askName`, `${INTERRUPTS}:twoQuestions`]) });
   });
   after(async () => paused?.close());
 
@@ -246,5 +246,18 @@ describe("interrupts", () => {
     const done = await c.resume({ thread_id: "by-resume", resume: "Grace", interrupt_id: streamed[0]!.id });
     assert.equal(done.content, "Hello, Grace!");
     assert.deepEqual(pendingInterrupts(done), []);
+  });
+
+  test("the run option resume answers the named question only; the other stays pending", async () => {
+    const c = new AgentClient({ baseUrl: paused.url, authSecret: TEST_TOKEN, agent: "two-questions" });
+    const [colour, number] = pendingInterrupts(await c.invoke("Ask me", { thread_id: "keyed" }));
+    assert.deepEqual([colour?.value, number?.value], [{ question: "Favourite colour?" }, { question: "Favourite number?" }]);
+    const { messages } = await collect(c.stream("blue", { thread_id: "keyed", resume: { [colour!.id]: "blue" } }));
+    assert.equal(messages.at(-2)?.content, "Colour: blue");
+    assert.deepEqual(pendingInterrupts(messages.at(-1)!), [number]);
+    const done = await c.invoke("7", { thread_id: "keyed", resume: { [number!.id]: "7" } });
+    assert.equal(done.content, "Number: 7");
+    const history = await c.getHistory({ thread_id: "keyed" });
+    assert.deepEqual(history.messages.map((m) => m.content), ["Ask me", "Colour: blue", "Number: 7"]);
   });
 });

@@ -51,6 +51,7 @@ before(async () => {
       `${fixture("chat-page-agents.ts")}:stoppableAgent`,
       `${fixture("chat-page-agents.ts")}:longAnswerAgent`,
       `${fixture("interrupt-agents.ts")}:askName`,
+      `${fixture("interrupt-agents.ts")}:twoQuestions`,
       `${fixture("deep-agent-scripted.ts")}:scriptedDeepAgent`,
     ]),
     DEEP_AGENT_INTERRUPT_ON: "write_file,edit_file",
@@ -132,6 +133,11 @@ async function send(page: Page, text: string): Promise<string> {
   await idle(page);
   await page.waitForFunction(() => /"type":"(done|error)"/.test((window as unknown as TeeWindow).chatBodies.at(-1) ?? ""));
   return page.evaluate(() => (window as unknown as TeeWindow).chatBodies.at(-1) ?? "");
+}
+
+/** The answers shown, as text. */
+async function answers(page: Page): Promise<string[]> {
+  return (await page.locator(".msg.ai").allTextContents()).map((text) => text.trim());
 }
 
 const browserSkip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed`;
@@ -457,6 +463,111 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
     assert.equal(await card.locator("button.answer").isDisabled(), true);
     assert.equal(await page.locator(".msg.human").count(), 1, "the answer is shown in the card, not as a message");
     assert.equal(await page.isHidden("#error"), true);
+  });
+
+  await t.test("two questions asked at once each get their own answer box; each answer reaches its own question", async () => {
+    await page.selectOption("#agent", "two-questions");
+    await idle(page);
+    await send(page, "Ask me");
+    const card = page.locator(".interrupt").nth(0);
+    assert.deepEqual(await card.locator(".interrupt-question").allTextContents(), ["Favourite colour?", "Favourite number?"]);
+    assert.equal(await card.locator(".interrupt-answer").count(), 2);
+    assert.equal(await page.isDisabled("#input"), true, "the composer waits for the questions");
+    await page.screenshot({ path: new URL("chat-questions-desktop.png", ARTIFACTS).pathname, fullPage: true });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.screenshot({ path: new URL("chat-questions-phone.png", ARTIFACTS).pathname, fullPage: true });
+    await page.setViewportSize({ width: 1000, height: 760 });
+
+    // A draft typed for the second question is kept while the first is answered.
+    const colour = card.locator(".question").nth(0);
+    await card.locator(".question").nth(1).locator(".interrupt-answer").fill("7");
+    await colour.locator(".interrupt-answer").fill("blue");
+    const first = page.waitForResponse((r) => new URL(r.url()).pathname === "/api/chat");
+    await colour.locator("button.answer").click();
+    const sent = (await first).request().postDataJSON() as { message: string; resume: Record<string, string> };
+    const ids = Object.keys(sent.resume);
+    assert.equal(ids.length, 1);
+    assert.deepEqual(sent.resume, { [ids[0]!]: "blue" });
+    assert.equal(await colour.getAttribute("data-interrupt-id"), ids[0]);
+
+    // The run answers the colour and pauses again on the number, in a new card.
+    const again = page.locator(".interrupt").nth(1);
+    await again.waitFor();
+    await idle(page);
+    assert.equal(await colour.locator(".interrupt-answered").textContent(), "Answered: blue");
+    assert.equal(await card.getAttribute("data-answered"), "true");
+    assert.deepEqual(await again.locator(".interrupt-question").allTextContents(), ["Favourite number?"]);
+    assert.equal(await again.locator(".interrupt-answer").inputValue(), "7");
+    assert.equal(await again.locator(".interrupt-answer").isEnabled(), true, "the second question is still answerable");
+    assert.deepEqual(await answers(page), ["Colour: blue"]);
+
+    const second = page.waitForResponse((r) => new URL(r.url()).pathname === "/api/chat");
+    await again.locator(".interrupt-answer").press("Enter");
+    const resumed = (await second).request().postDataJSON() as { resume: Record<string, string> };
+    assert.equal(Object.keys(resumed.resume)[0], await again.locator(".question").getAttribute("data-interrupt-id"));
+    await page.waitForFunction(() => document.querySelector("#messages")?.lastElementChild?.textContent?.trim() === "Number: 7");
+    await idle(page);
+    assert.equal(await again.locator(".interrupt-answered").textContent(), "Answered: 7");
+    assert.deepEqual(await answers(page), ["Colour: blue", "Number: 7"], "each answer once, none an object");
+    assert.equal(await page.locator(".msg.human").count(), 1, "the answers are shown in their cards, not as messages");
+    assert.equal(await page.isEnabled("#input"), true, "nothing waits any more");
+    assert.equal(await page.isHidden("#error"), true);
+    await page.screenshot({ path: new URL("chat-questions-answered-desktop.png", ARTIFACTS).pathname, fullPage: true });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.screenshot({ path: new URL("chat-questions-answered-phone.png", ARTIFACTS).pathname, fullPage: true });
+    await page.setViewportSize({ width: 1000, height: 760 });
+
+    await page.reload();
+    await idle(page);
+    await page.waitForSelector(".msg.ai");
+    assert.deepEqual(await answers(page), ["Colour: blue", "Number: 7"]);
+    assert.equal(await page.locator(".interrupt").count(), 0);
+  });
+
+  await t.test("restored questions are answered one at a time after a reload", async () => {
+    await page.click("#new-chat");
+    await send(page, "Ask me again");
+    await page.locator(".interrupt").waitFor();
+    await page.reload();
+    await idle(page);
+    const card = page.locator(".interrupt");
+    await card.waitFor();
+    assert.deepEqual(await card.locator(".interrupt-question").allTextContents(), ["Favourite colour?", "Favourite number?"]);
+    assert.equal(await page.isDisabled("#input"), true);
+    await page.screenshot({ path: new URL("chat-questions-reloaded-desktop.png", ARTIFACTS).pathname, fullPage: true });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.screenshot({ path: new URL("chat-questions-reloaded-phone.png", ARTIFACTS).pathname, fullPage: true });
+    await page.setViewportSize({ width: 1000, height: 760 });
+
+    // The number first this time.
+    const number = card.locator(".question").nth(1);
+    await number.locator(".interrupt-answer").fill("7");
+    await number.locator("button.answer").click();
+    const again = page.locator(".interrupt").nth(1);
+    await again.waitFor();
+    await idle(page);
+    assert.deepEqual(await answers(page), ["Number: 7"]);
+    assert.deepEqual(await again.locator(".interrupt-question").allTextContents(), ["Favourite colour?"]);
+
+    // Reloaded between the two answers: the question still open comes back alone, and is answered.
+    await page.reload();
+    await idle(page);
+    const restored = page.locator(".interrupt");
+    await restored.waitFor();
+    assert.deepEqual(await restored.locator(".interrupt-question").allTextContents(), ["Favourite colour?"]);
+    await restored.locator(".interrupt-answer").fill("blue");
+    await restored.locator("button.answer").click();
+    await page.waitForFunction(() => document.querySelectorAll("#messages .msg.ai").length === 2);
+    await idle(page);
+    assert.deepEqual((await answers(page)).sort(), ["Colour: blue", "Number: 7"]);
+    assert.equal(await restored.locator(".interrupt-answered").textContent(), "Answered: blue");
+    assert.equal(await page.isEnabled("#input"), true);
+    assert.equal(await page.isHidden("#error"), true);
+    const thread = new URL(page.url()).searchParams.get("thread_id")!;
+    const history = await fetch(`${service.url}/two-questions/history?thread_id=${thread}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const body = (await history.json()) as { messages: { content: unknown }[]; interrupts?: unknown };
+    assert.equal(body.interrupts, undefined, "nothing is pending any more");
+    assert.deepEqual(body.messages.map((m) => m.content).slice(1).sort(), ["Colour: blue", "Number: 7"]);
   });
 
   await t.test("a deep-agent tool approval shows the tool and arguments; approve, then reject with a reason, and the run goes on", async () => {

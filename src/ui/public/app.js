@@ -243,20 +243,25 @@ function interruptText(value) {
 
 /**
  * What a paused run asks: each tool approval (tool and arguments) with Approve and Reject (with a
- * reason), or a question with an answer box. The answer is sent as the conversation's next message,
- * which the service reads as the resume value ("approve", "reject: why", or the answer's text).
+ * reason), sent as the conversation's next message, which the service reads as the decision
+ * ("approve", "reject: why"); or each question with its own answer box, sent keyed by its interrupt
+ * id (`resume`), so the service gives that text to that question alone. A run that still waits on
+ * other questions pauses again and shows them in a new card (with what was typed for them here).
  */
 function interruptView(interrupts) {
   const card = element("div", "interrupt");
   const controls = [];
-  const answer = (text, shown) => {
+  const close = () => {
     for (const control of controls) control.disabled = true;
     card.dataset.answered = "true";
-    card.append(element("p", "interrupt-answered", shown));
-    void send(text, { echo: false });
   };
   const approvals = interrupts.flatMap((item) => item?.value?.actionRequests ?? []);
   if (approvals.length > 0) {
+    const answer = (text, shown) => {
+      close();
+      card.append(element("p", "interrupt-answered", shown));
+      void send(text, { echo: false });
+    };
     card.append(element("p", "interrupt-title", approvals.length === 1 ? "Approval needed" : `${approvals.length} approvals needed`));
     for (const action of approvals) {
       const box = element("div", "approval");
@@ -279,14 +284,30 @@ function interruptView(interrupts) {
     row.append(approve, reason, reject);
     controls.push(approve, reason, reject);
     card.append(row);
-  } else {
-    for (const item of interrupts) card.append(element("p", "interrupt-question", interruptText(item?.value)));
+    return card;
+  }
+  for (const item of interrupts) {
+    const id = typeof item?.id === "string" ? item.id : "";
+    const question = interruptText(item?.value);
+    const box = element("div", "question");
+    box.dataset.interruptId = id;
+    box.append(element("p", "interrupt-question", question));
     const input = /** @type {HTMLInputElement} */ (element("input", "interrupt-answer"));
     input.placeholder = "Your answer";
-    input.setAttribute("aria-label", "Your answer");
+    input.setAttribute("aria-label", `Your answer: ${question}`);
+    // Asked again after another question was answered: keep what was typed for it.
+    input.value = draftFor(id);
     const submit = element("button", "answer", "Answer");
     submit.type = "button";
-    const go = () => input.value.trim() && answer(input.value.trim(), `Answered: ${input.value.trim()}`);
+    const go = () => {
+      const text = input.value.trim();
+      if (!text || !id || input.disabled) return;
+      // The card is done: what the run still waits for comes back in the card of its next pause.
+      close();
+      box.dataset.answered = "true";
+      box.append(element("p", "interrupt-answered", `Answered: ${text}`));
+      void send(text, { echo: false, resume: { [id]: text } });
+    };
     submit.addEventListener("click", go);
     input.addEventListener("keydown", (event) => {
       if (event.key === "Enter") go();
@@ -294,9 +315,20 @@ function interruptView(interrupts) {
     const row = element("div", "interrupt-controls");
     row.append(input, submit);
     controls.push(input, submit);
-    card.append(row);
+    box.append(row);
+    card.append(box);
   }
   return card;
+}
+
+/** What was typed, and not sent, for a question in an earlier card of the same pending interrupt. */
+function draftFor(id) {
+  if (!id) return "";
+  const boxes = [...els.messages.querySelectorAll(".question")].filter(
+    (box) => /** @type {HTMLElement} */ (box).dataset.interruptId === id && /** @type {HTMLElement} */ (box).dataset.answered !== "true",
+  );
+  const input = /** @type {HTMLInputElement | null | undefined} */ (boxes.at(-1)?.querySelector(".interrupt-answer"));
+  return input?.value.trim() ?? "";
 }
 
 /** One message as nodes: collapsed tool calls and results, a Markdown answer with feedback. */
@@ -323,10 +355,27 @@ function messageView(message) {
   if (text.trim() !== "") {
     const bubble = element("div", `msg ${message.type === "ai" ? "ai" : "other"}`);
     bubble.append(...renderMarkdown(text));
+    answerTexts.set(bubble, text);
     if (message.type === "ai" && calls.length === 0 && message.run_id) bubble.append(feedbackView(message.run_id));
     nodes.push(bubble);
   }
   return nodes;
+}
+
+/** The text each answer bubble shows, by bubble. */
+const answerTexts = new WeakMap();
+
+/**
+ * An answer a resumed run repeats: when questions asked in one step are answered one at a time, each
+ * resume reports again the answers of the questions answered before it (already shown since the
+ * turn's first card).
+ */
+function answeredBefore(message) {
+  const text = textOf(message.content);
+  const nodes = [...els.messages.children];
+  const turn = nodes.findLastIndex((node) => node.classList.contains("human"));
+  const firstCard = nodes.findIndex((node, index) => index > turn && node.classList.contains("interrupt"));
+  return firstCard >= 0 && nodes.slice(firstCard).some((node) => answerTexts.get(node) === text);
 }
 
 /** A tool-call message whose calls are all on the page already. */
@@ -337,10 +386,9 @@ function alreadyShown(message) {
   return calls.every((call) => shown.has(call.id));
 }
 
-/** Only the last paused-run card of a conversation can still be answered. */
-function disableOldInterrupts() {
+/** Only the last paused-run card of a conversation (`last`, when it is one) can still be answered. */
+function disableOldInterrupts(last = els.messages.lastElementChild) {
   const cards = [...els.messages.querySelectorAll(".interrupt")];
-  const last = els.messages.lastElementChild;
   for (const card of cards) {
     if (card === last) continue;
     card.dataset.answered = "true";
@@ -652,9 +700,10 @@ async function stopRun() {
 
 /**
  * Send a message and show the answer as it streams in. An answer to a paused run (`echo: false`) is
- * shown in its card rather than as a message of its own, as the service does not record it as one.
+ * shown in its card rather than as a message of its own, as the service does not record it as one;
+ * answers to questions go in `resume`, keyed by interrupt id.
  */
-async function send(text, { echo = true, attachments = [] } = {}) {
+async function send(text, { echo = true, attachments = [], resume = undefined } = {}) {
   clearError();
   stopReading();
   disableOldInterrupts();
@@ -672,10 +721,18 @@ async function send(text, { echo = true, attachments = [] } = {}) {
   const generation = state.generation;
   setBusy(true);
   setStreaming(true);
+  /** Start the answer again in place of what streamed so far. */
   const fresh = () => {
     const next = element("div", "msg ai streaming");
     pending.replaceWith(next);
     pending = next;
+    stream = new MarkdownStream(pending);
+  };
+  /** The answer so far is complete: anything more streams after it. */
+  const next = () => {
+    const after = element("div", "msg ai streaming");
+    pending.after(after);
+    pending = after;
     stream = new MarkdownStream(pending);
   };
   try {
@@ -687,6 +744,7 @@ async function send(text, { echo = true, attachments = [] } = {}) {
         thread_id: state.threadId ?? undefined,
         message: text,
         ...(attachments.length ? { attachments: attachments.map(({ type, base64, mime_type, filename }) => ({ type, base64, mime_type, filename })) } : {}),
+        ...(resume ? { resume } : {}),
       }),
       signal: controller.signal,
     });
@@ -704,15 +762,23 @@ async function send(text, { echo = true, attachments = [] } = {}) {
       } else if (event.type === "message" && event.content.type !== "human") {
         const message = event.content;
         const isAnswer = message.type === "ai" && (message.tool_calls ?? []).length === 0 && !message.interrupts;
-        if (isAnswer && textOf(message.content) === stream.text && stream.text.trim() !== "") {
+        if (isAnswer && resume && answeredBefore(message)) {
+          // Shown when the question it answers was answered.
+          fresh();
+        } else if (isAnswer && textOf(message.content) === stream.text && stream.text.trim() !== "") {
           // The streamed text is the answer: finish its last block rather than render it all again.
           stream.finish();
           pending.classList.remove("streaming");
+          answerTexts.set(pending, stream.text);
           if (message.run_id) pending.append(feedbackView(message.run_id));
           answered = true;
+          next();
         } else if (isAnswer || message.interrupts) {
-          pending.replaceWith(...messageView(message));
+          // What follows (a question's answer is followed by the questions still open) goes after it.
+          pending.before(...messageView(message));
+          fresh();
           answered = true;
+          if (message.interrupts) disableOldInterrupts(pending.previousElementSibling);
         } else if (alreadyShown(message)) {
           // A resumed run repeats the tool call it paused before.
         } else {
@@ -767,19 +833,24 @@ async function send(text, { echo = true, attachments = [] } = {}) {
   } catch (error) {
     if (controller.signal.aborted) return;
     showError(error, () => {
+      // An answer to a question may have reached the run before the failure: show the conversation
+      // as it is now, with what it still asks, rather than answer again.
+      if (resume && state.threadId) {
+        void openThread(state.threadId);
+        return;
+      }
       for (const node of human) node.remove();
-      if (!answered) pending.remove();
+      pending.remove();
       void send(text, { echo, attachments });
     });
   } finally {
-    if (!answered) {
-      stream.finish();
-      pending.classList.remove("streaming");
-      if (stopped) {
-        pending.classList.add("stopped");
-        pending.append(element("div", "stopped-note", "Stopped"));
-      } else if (stream.text === "") pending.remove();
-    }
+    // `pending` holds what streamed after the last complete message, if anything.
+    stream.finish();
+    pending.classList.remove("streaming");
+    if (stopped && (stream.text !== "" || !answered)) {
+      pending.classList.add("stopped");
+      pending.append(element("div", "stopped-note", "Stopped"));
+    } else if (stream.text === "") pending.remove();
     if (state.running === controller) state.running = null;
     if (generation === state.generation) {
       setBusy(false);
