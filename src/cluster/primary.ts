@@ -3,7 +3,8 @@ import type http from "node:http";
 import type { AddressInfo } from "node:net";
 import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
-import { createLogger, failureForLog, logFatalErrors, type Logger } from "../observability/logger.ts";
+import { routeRedisClientWarnings } from "../observability/library-warnings.ts";
+import { connectionProblemForLog, createLogger, logFatalErrors, type Logger } from "../observability/logger.ts";
 import { PrimaryMetrics, renderClusterMetrics, type MetricsJson } from "../observability/metrics.ts";
 import { LeaseReaper } from "../admission/locks/lease-reaper.ts";
 import { recordLimits } from "../runs/stream-log/default-stream-logs.ts";
@@ -65,6 +66,7 @@ export async function runPrimary(): Promise<void> {
   }
   const logger = createLogger(config).child({ role: "primary" });
   logFatalErrors(logger);
+  routeRedisClientWarnings(logger);
   const supervisor = new Supervisor(config, logger);
   await supervisor.start();
 }
@@ -103,7 +105,7 @@ class Supervisor {
       await checkPort(config);
       const unreachable = await Promise.all([checkDatabase(config), checkRedis(config)]);
       for (const problem of unreachable) {
-        if (problem) logger.warn({ setting: problem.setting }, `${problem.message}; workers start not ready and wait for it`);
+        if (problem) logger.warn({ setting: problem.setting }, problem.message);
       }
     } catch (error) {
       if (error instanceof StartupRefusal) refuse(error.message);
@@ -113,7 +115,7 @@ class Supervisor {
       ? new LeaseReaper({
           url: config.REDIS_URL,
           keyPrefix: `${config.REDIS_KEY_PREFIX}:`,
-          onError: (error) => logger.warn({ ...failureForLog(error), reason: error.message.split("\n")[0] }, "redis connection problem"),
+          onError: (error) => logger.warn(connectionProblemForLog(error), "redis connection problem"),
         })
       : undefined;
     try {

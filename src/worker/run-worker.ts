@@ -7,6 +7,7 @@ import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import { createApp } from "../http/app.ts";
 import { listen } from "../http/server.ts";
+import { routeRedisClientWarnings } from "../observability/library-warnings.ts";
 import { createLogger, logFatalErrors } from "../observability/logger.ts";
 import { buildRuntime, type WorkerRuntime } from "../runtime.ts";
 import { answerPrimary } from "./primary-link.ts";
@@ -55,6 +56,8 @@ export async function runWorker(): Promise<void> {
     config = loadConfig();
     const logger = inCluster ? createLogger(config).child({ worker: cluster.worker!.id }) : createLogger(config);
     logFatalErrors(logger);
+    // Under the primary, which has already warned about REDIS_URL, the workers' copies are debug lines.
+    routeRedisClientWarnings(logger, inCluster ? "debug" : "warn");
     runtime = await buildRuntime(config, { logger });
   } catch (error) {
     refuseToStart(error);
