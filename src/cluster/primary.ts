@@ -89,6 +89,8 @@ class Supervisor {
   private seq = 0;
   private shuttingDown = false;
   private exitCode = 0;
+  /** Whether a first-generation worker's startup refusal has been printed (only the first one is). */
+  private refusalPrinted = false;
 
   constructor(
     private readonly config: Config,
@@ -181,6 +183,15 @@ class Supervisor {
         member.listening = true;
         clearTimeout(member.startupTimer);
         break;
+      case "refused":
+        if (member.initial && !member.listening) {
+          // Every first-generation worker meets the same problem: print it once.
+          if (!this.refusalPrinted) process.stderr.write(`${message.message}\n`);
+          this.refusalPrinted = true;
+        } else {
+          this.logger.error({ worker: member.worker.id, reason: message.message.split("\n")[0] }, "a replacement worker refused to start");
+        }
+        break;
       case "live":
         this.ledger.record(member.worker.id, message.app);
         if (message.seq !== member.seq) break;
@@ -271,7 +282,15 @@ class Supervisor {
     }
     if (member.initial && !member.listening && code === STARTUP_REFUSED) {
       this.logger.fatal({ worker: worker.id }, "a worker refused to start; stopping");
-      this.shutdown("startup_refused", STARTUP_REFUSED);
+      // Its refusal travels over IPC, which may still hold it when the exit is seen: the channel's
+      // close comes after its last message.
+      const stop = () => {
+        if (!this.refusalPrinted) process.stderr.write(`agenthost cannot start: worker ${worker.id} refused to start without saying why (see the log)\n`);
+        this.refusalPrinted = true;
+        this.shutdown("startup_refused", STARTUP_REFUSED);
+      };
+      if (worker.isConnected()) worker.once("disconnect", stop);
+      else stop();
       return;
     }
     this.logger.error({ worker: worker.id, code, signal }, "worker exited; replacing it");
