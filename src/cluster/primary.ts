@@ -14,7 +14,7 @@ import { LockBroker } from "./lock-broker.ts";
 import { MetricsLedger } from "./metrics-ledger.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import { checkDatabase, checkRedis } from "./dependency-checks.ts";
-import { checkPort, StartupRefusal } from "./startup-refusal.ts";
+import { checkPort, portRefusal, StartupRefusal } from "./startup-refusal.ts";
 import { isMessage, STARTUP_REFUSED, type ToPrimary, type ToWorker } from "./protocol.ts";
 import { RestartBudget } from "./restart-budget.ts";
 import { WORKER_ENTRY, workerExecArgv } from "./worker-entry.ts";
@@ -123,7 +123,7 @@ class Supervisor {
     try {
       this.metricsServer = await startMetricsServer(config.HOST, config.METRICS_PORT, () => this.collect(), logger);
     } catch (error) {
-      refuse(`METRICS_PORT ${config.METRICS_PORT}: ${(error as Error).message}`);
+      refuse(portRefusal(error, { HOST: config.HOST, PORT: config.METRICS_PORT }, "METRICS_PORT").message);
     }
     const metricsPort = (this.metricsServer.address() as AddressInfo).port;
     // Workers accept connections themselves (the kernel spreads them). Under Node's default

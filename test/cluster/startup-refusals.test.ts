@@ -63,6 +63,22 @@ test("a busy PORT is refused by the primary before any worker starts", async () 
   }
 });
 
+test("a busy METRICS_PORT is refused by the primary, saying what to set", async () => {
+  const holder = net.createServer();
+  await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+  const { port } = holder.address() as net.AddressInfo;
+  try {
+    const outcome = await runPrimary({ METRICS_PORT: String(port) });
+    assertPrimaryRefusal(
+      outcome,
+      new RegExp(`^agenthost cannot start: METRICS_PORT ${port} is already in use on 127\\.0\\.0\\.1: stop the process holding it, or set METRICS_PORT to a free port \\(0 lets the system pick one\\)$`),
+    );
+    assert.doesNotMatch(outcome.stderr, /EADDRINUSE|listen /);
+  } finally {
+    holder.close();
+  }
+});
+
 test("a worker started alone (node workers/http.ts) refuses a busy PORT the same way", async () => {
   const holder = net.createServer();
   await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
