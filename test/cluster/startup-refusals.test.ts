@@ -165,7 +165,7 @@ test("an AGENT_PATHS entry naming no file says where it looked; one without an e
   assert.match(missing.stderr, /"\.\/nowhere\.ts:echo" does not resolve: there is no file .*nowhere\.ts \(paths resolve from /);
   const noExport = await runPrimary({ WEB_CONCURRENCY: "1", AGENT_PATHS: JSON.stringify(["./my-agents.ts"]) }, scratch);
   assert.equal(noExport.code, 2);
-  assert.match(noExport.stderr, /^agenthost cannot start: AGENT_PATHS entry .*must look like <module or file>:<export name>; .*e\.g\. "\.\/my-agents\.ts:echo"\n$/);
+  assert.match(noExport.stderr, /^agenthost cannot start: AGENT_PATHS entry "\.\/my-agents\.ts" names no export: entries look like "<module or file>:<export name>", .*e\.g\. "\.\/my-agents\.ts:echo"\n$/);
   assert.match(missing.stderr, /^agenthost cannot start: AGENT_PATHS entry [^\n]*\n$/, "one line");
 });
 
