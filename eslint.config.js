@@ -72,4 +72,9 @@ export default defineConfig(
     files: ["test/**", "bench/**", "scripts/**", "src/maintenance/cli.ts", "src/ui/**"],
     rules: { "no-console": "off" },
   },
+  {
+    // Replaces console.warn to route ioredis's own warnings through the logger.
+    files: ["src/observability/library-warnings.ts"],
+    rules: { "no-console": "off" },
+  },
 );

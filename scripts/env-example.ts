@@ -21,7 +21,8 @@ function readmeRows(readme: string): Map<string, Row> {
   const section = readme.slice(start, readme.indexOf("\n## ", start + 5));
   const rows = new Map<string, Row>();
   for (const line of section.split("\n")) {
-    const cells = /^\| ([A-Z0-9_, ]+) \| (.*?) \| (.*) \|$/.exec(line);
+    // An empty Default cell is `| |`: one space between the bars, so the cells' spaces are optional.
+    const cells = /^\| ?([A-Z0-9_, ]+?) ?\| ?(.*?) ?\| ?(.*?) ?\|$/.exec(line);
     if (!cells || cells[1] === "Variable") continue;
     const plain = (text: string) => text.replace(/`/g, "").trim();
     for (const name of cells[1]!.split(",")) rows.set(name.trim(), { documentedDefault: plain(cells[2]!), meaning: plain(cells[3]!) });
@@ -29,14 +30,24 @@ function readmeRows(readme: string): Map<string, Row> {
   return rows;
 }
 
-/** The schema's default as an environment value: empty when there is none (or it depends on other settings). */
+/**
+ * The schema's default as an environment value: empty when there is none (or it depends on other
+ * settings). A list or object default is written in whichever form reads back as that default: JSON
+ * (AGENT_PATHS=[]) or a comma list (DEEP_AGENT_INTERRUPT_ON=, CORS_ALLOW_ORIGINS=: empty, since `[]`
+ * is not an origin).
+ */
 function schemaDefault(key: ConfigKey): string {
   const parsed = configShape[key].safeParse(undefined);
   if (!parsed.success || parsed.data === undefined) return "";
   const value: unknown = parsed.data;
-  if (Array.isArray(value) && key === "DEEP_AGENT_INTERRUPT_ON") return value.join(",");
-  if (typeof value === "object" && value !== null) return JSON.stringify(value);
-  return String(value as string | number | boolean);
+  if (typeof value !== "object" || value === null) return String(value as string | number | boolean);
+  const forms = [JSON.stringify(value), ...(Array.isArray(value) ? [value.join(",")] : [])];
+  const readsBack = forms.find((form) => {
+    const again = configShape[key].safeParse(form);
+    return again.success && JSON.stringify(again.data) === JSON.stringify(value);
+  });
+  if (readsBack === undefined) throw new Error(`${key}: no environment value reads back as its default ${JSON.stringify(value)}`);
+  return readsBack;
 }
 
 /** The text of .env.example. */
@@ -48,6 +59,8 @@ export function renderEnvExample(readme: string): string {
     "# agenthost reads its environment only: copy this file to .env, uncomment what you change, and load it",
     "# with `node --env-file=.env bin/agenthost`, your process manager or docker compose (`env_file`).",
     "# `npm run dev` reads .env by itself. Empty values count as unset.",
+    "# With ENV_MODE=production (the default) set AUTH_SECRET or AUTH_USERS: production refuses to start without",
+    "# a credential. Every other setting may stay as it is here.",
     "",
   ];
   for (const key of Object.keys(configShape) as ConfigKey[]) {

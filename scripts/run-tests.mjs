@@ -5,13 +5,14 @@
 //   node scripts/run-tests.mjs [--unit] [--coverage | --no-coverage] [node --test flags] [path fragment ...]
 //
 // Path fragments narrow the run to files whose path contains any of them. Any other `--flag` (or
-// `--flag=value`) goes to `node --test` as it is: `--test-name-pattern=lease`, `--test-only`,
+// `--flag=value`, or `--flag value` for the options Node documents as taking one) goes to
+// `node --test`: `--test-name-pattern=lease` or `--test-name-pattern lease`, `--test-only`,
 // `--inspect-brk`, `--test-concurrency=1` (which wins over TEST_CONCURRENCY). `--unit` keeps only the
 // files that need no PostgreSQL, Redis or Chromium (UNIT below). Line coverage of src/ (Node's
 // --experimental-test-coverage) is measured on the unit tests and printed after them, in `--unit`
 // runs and in a whole run; `--coverage` measures any run, `--no-coverage` none. The per-line detail
 // goes to test/artifacts/coverage/lcov.info.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -33,12 +34,44 @@ function find(dir) {
   });
 }
 
+/**
+ * The options of this Node that need a value (`--test-name-pattern=...`, `-r, --require=...`), read
+ * from `node --help`: written with the value as the next argument, that argument is the value, not a
+ * path fragment. Options whose value is optional (`--inspect[=port]`) take it only after `=`.
+ */
+function optionsWithValue() {
+  const help = spawnSync(process.execPath, ["--help"], { encoding: "utf8" }).stdout ?? "";
+  const names = new Set();
+  for (const line of help.split("\n")) {
+    const column = /^ {2}(-\S.*?)(?: {2,}|$)/.exec(line)?.[1];
+    if (!column) continue;
+    const aliases = column.split(", ").map((alias) => /^(-{1,2}[A-Za-z0-9-]+)(\[?=)?/.exec(alias));
+    if (!aliases.some((alias) => alias?.[2] === "=")) continue;
+    for (const alias of aliases) if (alias) names.add(alias[1]);
+  }
+  return names;
+}
+
 const OWN = ["--unit", "--coverage", "--no-coverage"];
-const args = process.argv.slice(2);
-const flags = new Set(args.filter((a) => OWN.includes(a)));
-/** Flags for `node --test` itself, passed through untouched. A flag's value goes in the same argument (`--flag=value`). */
-const passThrough = args.filter((a) => a.startsWith("-") && !OWN.includes(a));
-const filters = args.filter((a) => !a.startsWith("-"));
+const flags = new Set();
+/** Flags for `node --test` itself, passed through untouched: `--flag=value` or `--flag value`. */
+const passThrough = [];
+const filters = [];
+{
+  const args = process.argv.slice(2);
+  const withValue = optionsWithValue();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (OWN.includes(arg)) flags.add(arg);
+    else if (!arg.startsWith("-")) filters.push(arg);
+    else if (!withValue.has(arg)) passThrough.push(arg);
+    else if (i + 1 < args.length) passThrough.push(`${arg}=${args[++i]}`);
+    else {
+      console.error(`run-tests: ${arg} needs a value: ${arg}=<value> or ${arg} <value>`);
+      process.exit(2);
+    }
+  }
+}
 const isUnit = (f) => UNIT.some((prefix) => f.startsWith(prefix));
 const files = find("test")
   .map((f) => f.split("\\").join("/"))

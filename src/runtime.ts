@@ -25,7 +25,7 @@ import { ConfigError } from "./config/load.ts";
 import { loadMcpToolset, McpToolsError, type McpToolset } from "./agents/mcp-tools.ts";
 import { createModelCatalog, type ModelCatalog } from "./models/catalog.ts";
 import { createProviderHttpPool } from "./models/http-pool.ts";
-import { createLogger, failureForLog, type Logger } from "./observability/logger.ts";
+import { connectionProblemForLog, createLogger, type Logger } from "./observability/logger.ts";
 import { serviceVersion } from "./observability/build.ts";
 import { ModelCallObserver } from "./observability/model-calls.ts";
 import { createTracing } from "./observability/load-tracing.ts";
@@ -113,7 +113,7 @@ export function defaultConversationLock(config: Config, logger: Logger): Convers
       keyPrefix: `${config.REDIS_KEY_PREFIX}:`,
       leaseMs: Math.round(config.REDIS_LOCK_LEASE * 1000),
       policy,
-      onError: (error) => logger.warn({ ...failureForLog(error), reason: error.message.split("\n")[0] }, "redis connection problem"),
+      onError: (error) => logger.warn(connectionProblemForLog(error), "redis connection problem"),
       // Under the primary, report leases so it can release this worker's if it dies.
       onLease: cluster.isWorker ? reportLease : undefined,
     });

@@ -27,7 +27,7 @@ function unresolvedReason(specifier: string, isFile: boolean, cwd: string, error
 export async function loadAgentFromImportString(importString: string, cwd = process.cwd()): Promise<Agent> {
   const separator = importString.lastIndexOf(":");
   if (separator <= 0 || separator === importString.length - 1) {
-    throw new Error(`AGENT_PATHS entry "${importString}" must look like <module or file>:<export name>; ${FORMAT}`);
+    throw new Error(`AGENT_PATHS entry "${importString}" names no export: ${FORMAT}`);
   }
   const specifier = importString.slice(0, separator);
   const exportName = importString.slice(separator + 1);

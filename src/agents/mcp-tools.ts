@@ -2,6 +2,7 @@ import { ToolMessage } from "@langchain/core/messages";
 import { DynamicStructuredTool, type StructuredToolInterface } from "@langchain/core/tools";
 import { isGraphInterrupt } from "@langchain/langgraph";
 import { MultiServerMCPClient, type Connection } from "@langchain/mcp-adapters";
+import { startupRefusalText } from "../config/load.ts";
 import type { Config, McpServerConfig } from "../config/schema.ts";
 import { RESERVED_TOOL_NAMES } from "./builtin/deep-agent/build.ts";
 
@@ -24,7 +25,7 @@ export interface McpToolset {
 
 export class McpToolsError extends Error {
   constructor(readonly problems: readonly string[]) {
-    super(`agenthost cannot start; the MCP tool servers are misconfigured:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    super(startupRefusalText("the MCP tool servers are misconfigured", problems));
     this.name = "McpToolsError";
   }
 }

@@ -2,6 +2,7 @@ import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import { startupRefusalText } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import type { ModelCatalog } from "../models/catalog.ts";
 import { unwrapGraph, type Agent, type RegisteredAgent } from "./agent.ts";
@@ -18,7 +19,7 @@ export interface AgentRegistry {
 
 export class AgentRegistryError extends Error {
   constructor(readonly problems: readonly string[]) {
-    super(`agenthost cannot start; the agent registry is invalid:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    super(startupRefusalText("the agent registry is invalid", problems));
     this.name = "AgentRegistryError";
   }
 }

@@ -14,6 +14,9 @@ const REDIS_CHECK_TIMEOUT_MS = 3_000;
 /** Network failures that may pass by themselves (the server is starting, restarting, or not there yet). */
 const UNREACHABLE = new Set(["ECONNREFUSED", "ETIMEDOUT", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "EPIPE", "timeout"]);
 
+/** What the production warning adds to an unreachable database's or Redis's message. */
+const STARTING_ANYWAY = "ENV_MODE=production: starting anyway, not ready";
+
 /** A connection URL without its password or query, safe to print. */
 export function displayUrl(raw: string): string {
   try {
@@ -72,7 +75,7 @@ export async function checkDatabase(config: Config): Promise<Unreachable | undef
     const reason = code && UNREACHABLE.has(code) ? (code === "ECONNREFUSED" ? "connection refused" : code === "timeout" ? `no answer within SERVERDB_CONNECT_TIMEOUT (${config.SERVERDB_CONNECT_TIMEOUT} s)` : code) : `${code ?? "error"}`;
     const message = `DATABASE_URL ${shown}: no PostgreSQL answers at ${where} (${reason}): start PostgreSQL there or correct DATABASE_URL`;
     if (config.ENV_MODE === "development" || !(code && UNREACHABLE.has(code))) throw new StartupRefusal(message);
-    return { setting: "DATABASE_URL", message };
+    return { setting: "DATABASE_URL", message: `${message}. ${STARTING_ANYWAY} (/health/ready and conversation requests answer 503 database_unavailable until it answers)` };
   } finally {
     void client.end().catch(() => {});
   }
@@ -122,7 +125,7 @@ export async function checkRedis(config: Config): Promise<Unreachable | undefine
     const reason = code === "ECONNREFUSED" ? "connection refused" : code === "timeout" ? `no answer within ${REDIS_CHECK_TIMEOUT_MS / 1000} s` : code;
     const message = `REDIS_URL ${shown}: no Redis answers (${reason}): start Redis there, correct REDIS_URL, ${alone}`;
     if (config.ENV_MODE === "development") throw new StartupRefusal(message);
-    return { setting: "REDIS_URL", message };
+    return { setting: "REDIS_URL", message: `${message}. ${STARTING_ANYWAY} (/health/ready and runs answer 503 lock_unavailable until it answers)` };
   } finally {
     client.disconnect();
   }

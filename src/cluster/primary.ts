@@ -3,7 +3,8 @@ import type http from "node:http";
 import type { AddressInfo } from "node:net";
 import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
-import { createLogger, failureForLog, logFatalErrors, type Logger } from "../observability/logger.ts";
+import { routeRedisClientWarnings } from "../observability/library-warnings.ts";
+import { connectionProblemForLog, createLogger, logFatalErrors, type Logger } from "../observability/logger.ts";
 import { PrimaryMetrics, renderClusterMetrics, type MetricsJson } from "../observability/metrics.ts";
 import { LeaseReaper } from "../admission/locks/lease-reaper.ts";
 import { checkTypeScriptAgents, TypeScriptAgentRefusal } from "../agents/typescript-loader.ts";
@@ -14,7 +15,7 @@ import { LockBroker } from "./lock-broker.ts";
 import { MetricsLedger } from "./metrics-ledger.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import { checkDatabase, checkRedis } from "./dependency-checks.ts";
-import { checkPort, StartupRefusal } from "./startup-refusal.ts";
+import { checkPort, portRefusal, StartupRefusal } from "./startup-refusal.ts";
 import { MessageBatcher, messagesIn, STARTUP_REFUSED, type ToPrimary, type ToWorker } from "./protocol.ts";
 import { RestartBudget } from "./restart-budget.ts";
 import { WORKER_ENTRY, workerExecArgv } from "./worker-entry.ts";
@@ -68,6 +69,7 @@ export async function runPrimary(): Promise<void> {
   }
   const logger = createLogger(config).child({ role: "primary" });
   logFatalErrors(logger);
+  routeRedisClientWarnings(logger);
   const supervisor = new Supervisor(config, logger);
   await supervisor.start();
 }
@@ -90,6 +92,8 @@ class Supervisor {
   private seq = 0;
   private shuttingDown = false;
   private exitCode = 0;
+  /** Whether a first-generation worker's startup refusal has been printed (only the first one is). */
+  private refusalPrinted = false;
 
   constructor(
     private readonly config: Config,
@@ -107,7 +111,7 @@ class Supervisor {
       await checkTypeScriptAgents(config.AGENT_PATHS);
       const unreachable = await Promise.all([checkDatabase(config), checkRedis(config)]);
       for (const problem of unreachable) {
-        if (problem) logger.warn({ setting: problem.setting }, `${problem.message}; workers start not ready and wait for it`);
+        if (problem) logger.warn({ setting: problem.setting }, problem.message);
       }
     } catch (error) {
       if (error instanceof StartupRefusal || error instanceof TypeScriptAgentRefusal) refuse(error.message);
@@ -117,13 +121,13 @@ class Supervisor {
       ? new LeaseReaper({
           url: config.REDIS_URL,
           keyPrefix: `${config.REDIS_KEY_PREFIX}:`,
-          onError: (error) => logger.warn({ ...failureForLog(error), reason: error.message.split("\n")[0] }, "redis connection problem"),
+          onError: (error) => logger.warn(connectionProblemForLog(error), "redis connection problem"),
         })
       : undefined;
     try {
       this.metricsServer = await startMetricsServer(config.HOST, config.METRICS_PORT, () => this.collect(), logger);
     } catch (error) {
-      refuse(`METRICS_PORT ${config.METRICS_PORT}: ${(error as Error).message}`);
+      refuse(portRefusal(error, { HOST: config.HOST, PORT: config.METRICS_PORT }, "METRICS_PORT").message);
     }
     const metricsPort = (this.metricsServer.address() as AddressInfo).port;
     // Workers accept connections themselves (the kernel spreads them). Under Node's default
@@ -186,6 +190,15 @@ class Supervisor {
       case "listening":
         member.listening = true;
         clearTimeout(member.startupTimer);
+        break;
+      case "refused":
+        if (member.initial && !member.listening) {
+          // Every first-generation worker meets the same problem: print it once.
+          if (!this.refusalPrinted) process.stderr.write(`${message.message}\n`);
+          this.refusalPrinted = true;
+        } else {
+          this.logger.error({ worker: member.worker.id, reason: message.message.split("\n")[0] }, "a replacement worker refused to start");
+        }
         break;
       case "live":
         this.ledger.record(member.worker.id, message.app);
@@ -277,7 +290,15 @@ class Supervisor {
     }
     if (member.initial && !member.listening && code === STARTUP_REFUSED) {
       this.logger.fatal({ worker: worker.id }, "a worker refused to start; stopping");
-      this.shutdown("startup_refused", STARTUP_REFUSED);
+      // Its refusal travels over IPC, which may still hold it when the exit is seen: the channel's
+      // close comes after its last message.
+      const stop = () => {
+        if (!this.refusalPrinted) process.stderr.write(`agenthost cannot start: worker ${worker.id} refused to start without saying why (see the log)\n`);
+        this.refusalPrinted = true;
+        this.shutdown("startup_refused", STARTUP_REFUSED);
+      };
+      if (worker.isConnected()) worker.once("disconnect", stop);
+      else stop();
       return;
     }
     this.logger.error({ worker: worker.id, code, signal }, "worker exited; replacing it");

@@ -36,6 +36,8 @@ export type ToWorker =
 /** Worker → primary. */
 export type ToPrimary =
   | { ah: "listening"; port: number }
+  /** This worker refuses to start (configuration, registry): the primary prints the first generation's first refusal. */
+  | { ah: "refused"; message: string }
   | { ah: "live"; seq: number; stalled: number; app: MetricsJson }
   | { ah: "metrics"; seq: number; app: MetricsJson; process: MetricsJson }
   | { ah: "lock.acquire"; id: number; key: string }

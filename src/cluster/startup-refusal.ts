@@ -23,19 +23,24 @@ export function codeOf(error: unknown): string | undefined {
   return undefined;
 }
 
-/** Why HOST:PORT could not be listened on, as the one line that names the setting to change. */
-export function portRefusal(error: unknown, config: Pick<Config, "HOST" | "PORT">): StartupRefusal {
+/**
+ * Why HOST:PORT (or HOST:METRICS_PORT, with `setting`) could not be listened on, as the one line
+ * that names the setting to change.
+ */
+export function portRefusal(error: unknown, config: Pick<Config, "HOST" | "PORT">, setting: "PORT" | "METRICS_PORT" = "PORT"): StartupRefusal {
   const code = codeOf(error);
+  const port = config.PORT;
   if (code === "EADDRINUSE") {
-    return new StartupRefusal(`PORT ${config.PORT} is already in use on ${config.HOST}: stop the process holding it, or set PORT to a free port`);
+    const other = setting === "PORT" ? "" : " (0 lets the system pick one)";
+    return new StartupRefusal(`${setting} ${port} is already in use on ${config.HOST}: stop the process holding it, or set ${setting} to a free port${other}`);
   }
   if (code === "EACCES") {
-    return new StartupRefusal(`PORT ${config.PORT} needs privileges this process does not have: set PORT above 1023`);
+    return new StartupRefusal(`${setting} ${port} needs privileges this process does not have: set ${setting} above 1023`);
   }
   if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND" || code === "EAI_AGAIN") {
     return new StartupRefusal(`HOST ${config.HOST} is not an address of this machine: set HOST to 0.0.0.0, 127.0.0.1 or one of its addresses`);
   }
-  return new StartupRefusal(`PORT ${config.PORT} on HOST ${config.HOST} cannot be listened on (${code ?? "unknown error"})`);
+  return new StartupRefusal(`${setting} ${port} on HOST ${config.HOST} cannot be listened on (${code ?? "unknown error"})`);
 }
 
 /** Fails when PORT cannot be bound on HOST: a busy port must not reach the workers, who would crash-loop on it. */

@@ -1,10 +1,19 @@
 import { availableCpus } from "./available-cpus.ts";
 import { configShape, type Config, type ConfigKey } from "./schema.ts";
 
+/**
+ * The text of a startup refusal: one problem is one line (`agenthost cannot start: <problem>`), like
+ * the primary's own refusals; several are `what` and then one indented line each.
+ */
+export function startupRefusalText(what: string, problems: readonly string[]): string {
+  if (problems.length === 1) return `agenthost cannot start: ${problems[0]!}`;
+  return `agenthost cannot start; ${what}:\n${problems.map((p) => `  - ${p}`).join("\n")}`;
+}
+
 /** Startup refusal: every problem found in the environment, one per line. */
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
-    super(`agenthost cannot start; fix the configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    super(startupRefusalText("fix the configuration", problems));
     this.name = "ConfigError";
   }
 }

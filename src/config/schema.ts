@@ -37,8 +37,11 @@ const optionalSeconds = (min = 0) => z.preprocess(unsetIfEmpty, secondsValue(min
 
 const text = () => z.preprocess(unsetIfEmpty, z.string().optional());
 
-/** A JSON document in a variable: malformed JSON and the wrong shape are both reported by name. */
-const json = <T extends z.ZodType>(shape: T, fallback: z.input<T>) =>
+/**
+ * A JSON document in a variable: malformed JSON and the wrong shape are both reported by name.
+ * `format` says, for malformed JSON, what to write instead (given what was written).
+ */
+const json = <T extends z.ZodType>(shape: T, fallback: z.input<T>, format?: (raw: string) => string) =>
   z.preprocess(
     unsetIfEmpty,
     z
@@ -47,7 +50,7 @@ const json = <T extends z.ZodType>(shape: T, fallback: z.input<T>) =>
         try {
           return JSON.parse(raw) as unknown;
         } catch {
-          ctx.addIssue({ code: "custom", message: "is not valid JSON" });
+          ctx.addIssue({ code: "custom", message: format ? `is not valid JSON: ${format(raw)}` : "is not valid JSON" });
           return z.NEVER;
         }
       })
@@ -58,6 +61,17 @@ const json = <T extends z.ZodType>(shape: T, fallback: z.input<T>) =>
 /** OTLP protocols agenthost can export with: JSON over HTTP only (the exporter it ships). */
 const otlpProtocol = () =>
   z.preprocess(unsetIfEmpty, z.enum(["http/json"], { error: "must be http/json (agenthost exports OTLP as JSON over HTTP)" }).optional());
+
+/**
+ * What AGENT_PATHS must look like, with the value written as it should be when it looks like entries
+ * written bare (`./examples/my-agents.ts:echo`, or several separated by commas).
+ */
+function agentPathsFormat(raw: string): string {
+  const entries = raw.split(",").map((entry) => entry.trim()).filter(Boolean);
+  const bare = entries.length > 0 && entries.every((entry) => /^[^\s"'[\]{}]+:[A-Za-z_$][\w$]*$/.test(entry));
+  const example = bare ? entries : ["./examples/my-agents.ts:echo"];
+  return `write a JSON list of "<module or file>:<export>" strings, e.g. AGENT_PATHS='${JSON.stringify(example)}'`;
+}
 
 const nonEmpty = z.string().min(1, { error: "must not be empty" });
 
@@ -119,7 +133,7 @@ export const configShape = {
   WORKER_RESTART_WINDOW: seconds(60, 1),
 
   // Agents
-  AGENT_PATHS: json(z.array(nonEmpty), []),
+  AGENT_PATHS: json(z.array(nonEmpty), [], agentPathsFormat),
   DEFAULT_AGENT: z.preprocess(unsetIfEmpty, z.string().default("chatbot-agent")),
   USE_FAKE_MODEL: bool(false),
   MODEL_CONFIGS: json(z.record(z.string(), modelConfigSchema), {}),

@@ -46,6 +46,18 @@ export function errorForLog(error: unknown): Record<string, unknown> {
   return out;
 }
 
+/**
+ * A connection problem (Redis, a socket) as log fields: its type, code and the first line of its
+ * message, with any URL in it left out (it could carry a password), at most 200 characters. For
+ * driver errors whose text says what happened ("connect ECONNREFUSED 127.0.0.1:6379"), never for a
+ * provider's (failureForLog).
+ */
+export function connectionProblemForLog(error: unknown): { err_type: string; err_code?: string | number; reason: string } {
+  const text = error instanceof Error ? error.message : typeof error === "string" ? error : "";
+  const reason = (text.split("\n")[0] ?? "").replace(/\S+:\/\/\S+/g, "[url]").slice(0, 200) || "(no message)";
+  return { ...failureForLog(error), reason };
+}
+
 /** An expected failure (database, provider, network) as log fields: its type and code, no text. */
 export function failureForLog(error: unknown): { err_type: string; err_code?: string | number } {
   const code = (error as { code?: unknown } | null)?.code;

@@ -2,11 +2,12 @@ import cluster from "node:cluster";
 import type http from "node:http";
 import type { AddressInfo } from "node:net";
 import { portRefusal } from "../cluster/startup-refusal.ts";
-import { STARTUP_REFUSED, workerChannel } from "../cluster/protocol.ts";
+import { STARTUP_REFUSED, workerChannel, type ToPrimary } from "../cluster/protocol.ts";
 import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import { createApp } from "../http/app.ts";
 import { listen } from "../http/server.ts";
+import { routeRedisClientWarnings } from "../observability/library-warnings.ts";
 import { createLogger, logFatalErrors } from "../observability/logger.ts";
 import { buildRuntime, type WorkerRuntime } from "../runtime.ts";
 import { answerPrimary } from "./primary-link.ts";
@@ -14,11 +15,24 @@ import { answerPrimary } from "./primary-link.ts";
 /** How often a draining worker closes connections that went idle after their last response. */
 const IDLE_SWEEP_MS = 100;
 
-/** Print a startup refusal (configuration or registry problems) and exit non-zero. */
-function refuseToStart(error: unknown): never {
+/**
+ * Refuse to start (configuration or registry problems) and exit STARTUP_REFUSED. Alone, the worker
+ * prints its refusal on stderr. Under the primary it hands it over instead: every worker of the first
+ * generation meets the same problem, and the primary prints the first one only.
+ */
+function refuseToStart(error: unknown): Promise<never> {
   const message = error instanceof Error ? error.message : String(error);
+  const exit = () => process.exit(STARTUP_REFUSED);
+  if (cluster.isWorker && process.connected && process.send) {
+    const refused: ToPrimary = { ah: "refused", message };
+    process.send(refused, undefined, {}, (sendError) => {
+      if (sendError) process.stderr.write(`${message}\n`);
+      exit();
+    });
+    return new Promise<never>(() => {});
+  }
   process.stderr.write(`${message}\n`);
-  process.exit(STARTUP_REFUSED);
+  return exit();
 }
 
 /**
@@ -55,9 +69,11 @@ export async function runWorker(): Promise<void> {
     config = loadConfig();
     const logger = inCluster ? createLogger(config).child({ worker: cluster.worker!.id }) : createLogger(config);
     logFatalErrors(logger);
+    // Under the primary, which has already warned about REDIS_URL, the workers' copies are debug lines.
+    routeRedisClientWarnings(logger, inCluster ? "debug" : "warn");
     runtime = await buildRuntime(config, { logger });
   } catch (error) {
-    refuseToStart(error);
+    return refuseToStart(error);
   }
   runtime.metrics.collectProcessMetrics();
   let server: http.Server;
@@ -65,7 +81,7 @@ export async function runWorker(): Promise<void> {
     server = await listen(createApp(runtime), config, runtime.logger);
   } catch (error) {
     // Under the primary the port was checked before the fork; a worker started alone checks here.
-    refuseToStart(new Error(`agenthost cannot start: ${portRefusal(error, config).message}`));
+    return refuseToStart(new Error(`agenthost cannot start: ${portRefusal(error, config).message}`));
   }
   const { port } = server.address() as AddressInfo;
   runtime.logger.info({ host: config.HOST, port, backend: config.MEMORY_BACKEND }, "listening");

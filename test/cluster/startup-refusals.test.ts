@@ -63,6 +63,22 @@ test("a busy PORT is refused by the primary before any worker starts", async () 
   }
 });
 
+test("a busy METRICS_PORT is refused by the primary, saying what to set", async () => {
+  const holder = net.createServer();
+  await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+  const { port } = holder.address() as net.AddressInfo;
+  try {
+    const outcome = await runPrimary({ METRICS_PORT: String(port) });
+    assertPrimaryRefusal(
+      outcome,
+      new RegExp(`^agenthost cannot start: METRICS_PORT ${port} is already in use on 127\\.0\\.0\\.1: stop the process holding it, or set METRICS_PORT to a free port \\(0 lets the system pick one\\)$`),
+    );
+    assert.doesNotMatch(outcome.stderr, /EADDRINUSE|listen /);
+  } finally {
+    holder.close();
+  }
+});
+
 test("a worker started alone (node workers/http.ts) refuses a busy PORT the same way", async () => {
   const holder = net.createServer();
   await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
@@ -149,5 +165,39 @@ test("an AGENT_PATHS entry naming no file says where it looked; one without an e
   assert.match(missing.stderr, /"\.\/nowhere\.ts:echo" does not resolve: there is no file .*nowhere\.ts \(paths resolve from /);
   const noExport = await runPrimary({ WEB_CONCURRENCY: "1", AGENT_PATHS: JSON.stringify(["./my-agents.ts"]) }, scratch);
   assert.equal(noExport.code, 2);
-  assert.match(noExport.stderr, /must look like <module or file>:<export name>; .*e\.g\. "\.\/my-agents\.ts:echo"/);
+  assert.match(noExport.stderr, /^agenthost cannot start: AGENT_PATHS entry "\.\/my-agents\.ts" names no export: entries look like "<module or file>:<export name>", .*e\.g\. "\.\/my-agents\.ts:echo"\n$/);
+  assert.match(missing.stderr, /^agenthost cannot start: AGENT_PATHS entry [^\n]*\n$/, "one line");
+});
+
+test("with WEB_CONCURRENCY=2 a bad AGENT_PATHS entry is printed once, as one line, exit 2", async () => {
+  writeFileSync(path.join(scratch, "my-agents.ts"), "export const echo = 1;\n");
+  const outcome = await runPrimary(
+    { WEB_CONCURRENCY: "2", MEMORY_BACKEND: "filedb", FILEDB_DB_PATH: path.join(scratch, "twice.sqlite"), AGENT_PATHS: JSON.stringify(["my-agents.ts:echo"]) },
+    scratch,
+  );
+  assert.equal(outcome.code, 2, outcome.stderr);
+  assert.equal(
+    outcome.stderr,
+    `agenthost cannot start: AGENT_PATHS entry "my-agents.ts:echo" does not resolve: "my-agents.ts" is read as a package name; my-agents.ts is a file here, so write "./my-agents.ts"\n`,
+  );
+  assert.equal(outcome.stdout.split("\n").filter((l) => l.includes('"worker forked"')).length, 2, "both workers started, and met the same problem");
+});
+
+test("AGENT_PATHS that is not JSON is refused in one line showing the format, with the value written as it should be", async () => {
+  const outcome = await runPrimary({ AGENT_PATHS: "./examples/my-agents.ts:echo" });
+  assertPrimaryRefusal(
+    outcome,
+    /^agenthost cannot start: AGENT_PATHS is not valid JSON: write a JSON list of "<module or file>:<export>" strings, e\.g\. AGENT_PATHS='\["\.\/examples\/my-agents\.ts:echo"\]'$/,
+  );
+  const unclosed = await runPrimary({ AGENT_PATHS: '["./examples/my-agents.ts:echo"' });
+  assertPrimaryRefusal(unclosed, /AGENT_PATHS is not valid JSON: write a JSON list of "<module or file>:<export>" strings, e\.g\. AGENT_PATHS='\["\.\/examples\/my-agents\.ts:echo"\]'$/);
+});
+
+test("several configuration problems are still listed all at once, one indented line each", async () => {
+  const outcome = await runPrimary({ AGENT_PATHS: "nope", PORT: "not-a-port" });
+  assert.equal(outcome.code, 2);
+  const lines = outcome.stderr.trimEnd().split("\n");
+  assert.equal(lines[0], "agenthost cannot start; fix the configuration:");
+  assert.equal(lines.length, 3, outcome.stderr);
+  assert.ok(lines.slice(1).every((line) => line.startsWith("  - ")), outcome.stderr);
 });

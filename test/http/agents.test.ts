@@ -46,7 +46,7 @@ test("registry problems stop startup naming the offending string", async () => {
   assert.match(await refusal({ AGENT_PATHS: JSON.stringify(["./test/fixtures/missing-file.ts:agent"]) }), /"\.\/test\/fixtures\/missing-file\.ts:agent" does not resolve/);
   assert.match(await refusal({ AGENT_PATHS: JSON.stringify([`${FIXTURES}:nothingHere`]) }), /no export named "nothingHere"/);
   assert.match(await refusal({ AGENT_PATHS: JSON.stringify([`${FIXTURES}:notAnAgent`]) }), /neither an Agent nor a compiled graph/);
-  assert.match(await refusal({ AGENT_PATHS: JSON.stringify(["no-colon-here"]) }), /must look like <module or file>:<export name>/);
+  assert.match(await refusal({ AGENT_PATHS: JSON.stringify(["no-colon-here"]) }), /"no-colon-here" names no export: entries look like "<module or file>:<export name>"/);
   assert.match(await refusal({ AGENT_PATHS: JSON.stringify([`${FIXTURES}:duplicateChatbot`]) }), /an agent named "chatbot-agent" is already registered/);
   assert.match(await refusal({ DEFAULT_AGENT: "ghost" }), /DEFAULT_AGENT "ghost" is not a registered agent/);
 });

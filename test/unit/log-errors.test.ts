@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { test } from "node:test";
-import { errorForLog, failureForLog, relativeStack } from "../../src/observability/logger.ts";
+import { connectionProblemForLog, errorForLog, failureForLog, relativeStack } from "../../src/observability/logger.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -21,4 +21,13 @@ test("an expected failure is logged by type and code only", () => {
     err_type: "Error",
     err_code: "ECONNREFUSED",
   });
+});
+
+test("a connection problem is logged by type, code and the first line of its message, without URLs", () => {
+  const error = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:6379\n    at TCPConnectWrap.afterConnect"), { code: "ECONNREFUSED" });
+  assert.deepEqual(connectionProblemForLog(error), { err_type: "Error", err_code: "ECONNREFUSED", reason: "connect ECONNREFUSED 127.0.0.1:6379" });
+  const withUrl = connectionProblemForLog(new Error("cannot reach redis://:hunter2@cache:6379 now"));
+  assert.equal(withUrl.reason, "cannot reach [url] now");
+  assert.equal(connectionProblemForLog({ message: "not an Error" }).reason, "(no message)");
+  assert.equal(connectionProblemForLog(new Error("x".repeat(500))).reason.length, 200);
 });

@@ -21,3 +21,21 @@ test("a flag node --test refuses fails the run instead of being ignored", () => 
   const { status } = runTests("test/unit/restart-budget", "--no-such-node-flag");
   assert.notEqual(status, 0);
 });
+
+test("a flag's value may be the next argument: it is the flag's value, not a path fragment", () => {
+  const { status, out } = runTests("--test-name-pattern", "backoff stops growing", "test/unit/restart-budget");
+  assert.equal(status, 0, out);
+  assert.match(out, /^# pass 1$/m);
+  assert.match(out, /^# skipped [1-9]\d*$/m);
+  // A pattern that matches no file name would otherwise narrow the run to nothing, or to every file.
+  const short = runTests("--import", "./test/helpers/forbid-langchain.mjs", "--test-name-pattern", "backoff stops growing", "test/unit/restart-budget");
+  assert.equal(short.status, 0, short.out);
+  assert.match(short.out, /^# pass 1$/m);
+});
+
+test("a flag that needs a value and has none is refused, saying how to write it", () => {
+  const { status, out } = runTests("test/unit/restart-budget", "--test-name-pattern");
+  assert.equal(status, 2, out);
+  assert.match(out, /run-tests: --test-name-pattern needs a value: --test-name-pattern=<value> or --test-name-pattern <value>/);
+  assert.doesNotMatch(out, /^# pass/m, "nothing ran");
+});

@@ -1,7 +1,7 @@
 import cluster from "node:cluster";
 import { workerChannel } from "../../cluster/protocol.ts";
 import type { Config } from "../../config/schema.ts";
-import type { Logger } from "../../observability/logger.ts";
+import { connectionProblemForLog, type Logger } from "../../observability/logger.ts";
 import type { ActiveRuns } from "./active-runs.ts";
 import { PrimaryRunCanceller } from "./primary-canceller.ts";
 import { LocalRunCanceller, type RunCanceller } from "./run-canceller.ts";
@@ -14,7 +14,7 @@ export function defaultRunCanceller(config: Config, logger: Logger, active: Acti
       {
         url: config.REDIS_URL,
         keyPrefix: `${config.REDIS_KEY_PREFIX}:`,
-        onError: (error) => logger.warn({ err: { message: error.message } }, "redis connection problem"),
+        onError: (error) => logger.warn(connectionProblemForLog(error), "redis connection problem"),
       },
       active,
     );

@@ -1,7 +1,7 @@
 import cluster from "node:cluster";
 import { workerChannel } from "../../cluster/protocol.ts";
 import type { Config } from "../../config/schema.ts";
-import type { Logger } from "../../observability/logger.ts";
+import { connectionProblemForLog, type Logger } from "../../observability/logger.ts";
 import type { EventLog } from "./event-log.ts";
 import { MemoryEventLog } from "./memory-event-log.ts";
 import { PrimaryEventLog } from "./primary-event-log.ts";
@@ -18,7 +18,7 @@ export function recordLimits(config: Config): { ttlMs: number; maxAgeMs: number 
 export function defaultStreamLogs(config: Config, logger: Logger): StreamLogs {
   const { ttlMs, maxAgeMs } = recordLimits(config);
   const local = new MemoryEventLog(ttlMs, maxAgeMs);
-  const report = (error: unknown) => logger.warn({ err: { message: (error as Error).message } }, "resumable stream record failed");
+  const report = (error: unknown) => logger.warn(connectionProblemForLog(error), "resumable stream record failed");
   let shared: EventLog | undefined;
   if (config.REDIS_URL) {
     shared = new RedisEventLog({ url: config.REDIS_URL, keyPrefix: `${config.REDIS_KEY_PREFIX}:`, ttlMs, maxAgeMs, onError: report });
