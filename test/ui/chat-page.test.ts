@@ -31,6 +31,16 @@ const CHROMIUM_ARGS = [
 ];
 const FAKE = "This is a test response from the fake model.";
 const TOKEN = "chat-ui-secret-7f3a9c51";
+
+/** Store `messages` in a conversation through the service's history append route. */
+async function addMessages(agent: string, threadId: string, messages: ReadonlyArray<{ type: string; content: string }>): Promise<void> {
+  const added = await fetch(`${service.url}/${agent}/history/add_messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify({ thread_id: threadId, messages }),
+  });
+  assert.equal(added.status, 201, await added.text());
+}
 const USER = "chat-ui-user-42b1";
 const ARTIFACTS = new URL("../artifacts/", import.meta.url);
 const fixture = (file: string) => fileURLToPath(new URL(`../fixtures/${file}`, import.meta.url));
@@ -281,12 +291,7 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
     // A conversation of 110 messages: the newest 50 first, earlier pages as the reader scrolls up.
     const longThread = "long-conversation";
     const messages = Array.from({ length: 110 }, (_, i) => ({ type: i % 2 ? "ai" : "human", content: `message ${i + 1}` }));
-    const added = await fetch(`${service.url}/chatbot-agent/history/add_messages`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
-      body: JSON.stringify({ thread_id: longThread, messages }),
-    });
-    assert.equal(added.status, 201, await added.text());
+    await addMessages("chatbot-agent", longThread, messages);
     await page.goto(`${chat.url}/?agent=chatbot-agent&thread_id=${longThread}`);
     await idle(page);
     await page.waitForFunction(() => document.querySelectorAll("#messages .msg").length === 50);
@@ -693,12 +698,7 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
   await t.test("an error in a long conversation is shown within the window, even scrolled to the top", async () => {
     const longThread = "long-conversation-with-an-error";
     const messages = Array.from({ length: 40 }, (_, i) => ({ type: i % 2 ? "ai" : "human", content: `message ${i + 1}\n\nwith a second paragraph` }));
-    const added = await fetch(`${service.url}/chatbot-agent/history/add_messages`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
-      body: JSON.stringify({ thread_id: longThread, messages }),
-    });
-    assert.equal(added.status, 201, await added.text());
+    await addMessages("chatbot-agent", longThread, messages);
     await page.goto(`${chat.url}/?agent=chatbot-agent&thread_id=${longThread}`);
     await idle(page);
     await page.waitForFunction(() => document.querySelectorAll("#messages .msg").length === 40);
@@ -742,12 +742,7 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
 
   await t.test("the sidebar shows 30 conversations, and the rest under Older conversations", async () => {
     for (let i = 1; i <= 33; i++) {
-      const added = await fetch(`${service.url}/create-agent/history/add_messages`, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
-        body: JSON.stringify({ thread_id: `many-${i}`, messages: [{ type: "human", content: `conversation ${i}` }] }),
-      });
-      assert.equal(added.status, 201, await added.text());
+      await addMessages("create-agent", `many-${i}`, [{ type: "human", content: `conversation ${i}` }]);
     }
     await page.selectOption("#agent", "create-agent");
     await idle(page);
