@@ -5,7 +5,7 @@ import { ConversationList } from "../conversations/thread-list.ts";
 import { RunControl } from "../conversations/run-control.ts";
 import { Turns } from "../conversations/turns.ts";
 import type { Runtime } from "../runtime.ts";
-import { admission, controlAdmission } from "./middleware/admission.ts";
+import { admission } from "./middleware/admission.ts";
 import { authenticate } from "./middleware/authenticate.ts";
 import { bodyDeadline } from "./middleware/body-deadline.ts";
 import { cors } from "./middleware/cors.ts";
@@ -13,7 +13,8 @@ import { errorHandler, notFound } from "./middleware/errors.ts";
 import { refuseOtherMethods } from "./middleware/method-not-allowed.ts";
 import { requestContext } from "./middleware/request-context.ts";
 import { IdempotentRequests } from "./idempotency.ts";
-import { mountOperations, type MountSettings } from "./mount-operations.ts";
+import { mountOperations, requestMatcher, type MountSettings } from "./mount-operations.ts";
+import type { Operation } from "./operation.ts";
 import { operations } from "./operations.ts";
 import { docsRoutes } from "./routes/docs.ts";
 import { feedbackHandlers } from "./routes/feedback.ts";
@@ -114,8 +115,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): Express {
   app.use(mountOperations(operations, handlers, settings, "public"));
   app.use(refuseOtherMethods(docsRoutes()));
   app.use(authenticate(runtime));
-  app.use(controlAdmission(runtime, operations));
-  app.use(admission(runtime));
+  app.use(admission(runtime, requestMatcher(Object.values<Operation>(operations).filter((operation) => operation.control))));
   // Bodies are JSON whatever the Content-Type says, so `curl -d` works without a header.
   app.use(express.json({ limit: runtime.config.REQUEST_MAX_BYTES, type: readsBody, strict: true }));
   app.use(mountOperations(operations, handlers, settings, "authenticated"));

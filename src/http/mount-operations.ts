@@ -120,10 +120,22 @@ function serve(id: string, operation: Operation, handler: AnyHandler, settings: 
 /** One segment of an operation's path: a literal (compared without case, as Express does) or a parameter. */
 type Segment = { readonly literal: string } | { readonly param: string };
 
-/** A path of the table and the handlers of the operations served there, by method. */
-interface Route {
+/** An operation's path as the dispatcher matches it: its segments, after an optional agent segment when agent-scoped. */
+interface PathPattern {
   readonly segments: readonly Segment[];
   readonly agentScoped: boolean;
+}
+
+function patternOf(operation: Operation): PathPattern {
+  const segments = operation.path
+    .split("/")
+    .slice(1)
+    .map((part): Segment => (part.startsWith(":") ? { param: part.slice(1) } : { literal: part.toLowerCase() }));
+  return { segments, agentScoped: operation.agentScoped };
+}
+
+/** A path of the table and the handlers of the operations served there, by method. */
+interface Route extends PathPattern {
   /** The route's name in metrics, logs and traces, in OpenAPI form: with the agent segment, and without. */
   readonly labels: { readonly withAgent: string; readonly without: string };
   readonly handlers: Map<string, (req: Request, res: Response) => Promise<void>>;
@@ -138,23 +150,30 @@ function segmentsOf(path: string): string[] {
   return parts;
 }
 
-/** The route's parameters when `parts` is its path (`agentId` for a named agent); undefined when it is not. */
-function matchRoute(route: Route, parts: readonly string[]): Record<string, string> | undefined {
-  const offset = parts.length - route.segments.length;
-  if (offset !== 0 && !(offset === 1 && route.agentScoped)) return undefined;
+/** The raw (still percent-encoded) parameters when `parts` is the pattern's path (`agentId` for a named agent); undefined when it is not. */
+function rawParams(pattern: PathPattern, parts: readonly string[]): Array<[string, string]> | undefined {
+  const offset = parts.length - pattern.segments.length;
+  if (offset !== 0 && !(offset === 1 && pattern.agentScoped)) return undefined;
   const raw: Array<[string, string]> = [];
   if (offset === 1) {
     if (!parts[0]) return undefined;
     raw.push(["agentId", parts[0]]);
   }
-  for (let i = 0; i < route.segments.length; i++) {
-    const segment = route.segments[i]!;
+  for (let i = 0; i < pattern.segments.length; i++) {
+    const segment = pattern.segments[i]!;
     const part = parts[i + offset]!;
     if ("literal" in segment) {
       if (part.toLowerCase() !== segment.literal) return undefined;
     } else if (part) raw.push([segment.param, part]);
     else return undefined;
   }
+  return raw;
+}
+
+/** The route's parameters when `parts` is its path, decoded; undefined when it is not. */
+function matchRoute(route: Route, parts: readonly string[]): Record<string, string> | undefined {
+  const raw = rawParams(route, parts);
+  if (!raw) return undefined;
   const params: Record<string, string> = {};
   for (const [name, value] of raw) {
     try {
@@ -167,6 +186,9 @@ function matchRoute(route: Route, parts: readonly string[]): Record<string, stri
   return params;
 }
 
+/** The operations middleware, with what it serves ("METHOD path", paths as Express writes them) for the OpenAPI test. */
+export type OperationsHandler = RequestHandler & { readonly served: readonly string[] };
+
 /**
  * Serve the public operations (probes) or the authenticated ones, in table order: the first route
  * whose path matches takes the request, a method none of its operations serves is answered 405
@@ -178,9 +200,6 @@ function matchRoute(route: Route, parts: readonly string[]): Record<string, stri
  * before runs); all such overlaps serve POST only. One pass over a short list per request, where
  * an Express router tests each route's pattern in turn through its layers.
  */
-/** The operations middleware, with what it serves ("METHOD path", paths as Express writes them) for the OpenAPI test. */
-export type OperationsHandler = RequestHandler & { readonly served: readonly string[] };
-
 export function mountOperations<T extends Record<string, Operation>>(
   operations: T,
   handlers: { readonly [K in keyof T]: HandlerOf<T[K]> },
@@ -194,13 +213,8 @@ export function mountOperations<T extends Record<string, Operation>>(
     if ((operation.public === true) !== (which === "public")) continue;
     let route = byPath.get(expressPath(operation));
     if (!route) {
-      const segments = operation.path
-        .split("/")
-        .slice(1)
-        .map((part): Segment => (part.startsWith(":") ? { param: part.slice(1) } : { literal: part.toLowerCase() }));
       route = {
-        segments,
-        agentScoped: operation.agentScoped,
+        ...patternOf(operation),
         labels: { withAgent: documentedPath(operation, true), without: documentedPath(operation, false) },
         handlers: new Map(),
         allow: "",
@@ -241,4 +255,18 @@ export function mountOperations<T extends Record<string, Operation>>(
     next();
   };
   return Object.assign(handler, { served });
+}
+
+/**
+ * Whether a request is for one of `operations` (method and path, as the dispatcher matches them),
+ * for middleware that runs before the dispatcher: admission gives the table's control operations
+ * their own reserve.
+ */
+export function requestMatcher(operations: readonly Operation[]): (req: Request) => boolean {
+  const patterns = operations.map((operation) => ({ method: operation.method.toUpperCase(), pattern: patternOf(operation) }));
+  return (req) => {
+    if (patterns.length === 0) return false;
+    const parts = segmentsOf(req.path);
+    return patterns.some(({ method, pattern }) => method === req.method && rawParams(pattern, parts) !== undefined);
+  };
 }

@@ -1,24 +1,20 @@
-import { Router, type RequestHandler } from "express";
-import type { AdmissionLimiter } from "../../admission/limiter.ts";
+import type { Request, RequestHandler } from "express";
 import { ApiError } from "../api-error.ts";
 import { RunAborted } from "../../errors/classify.ts";
 import type { Runtime } from "../../runtime.ts";
-import { expressPath, type Operation } from "../operation.ts";
 import { scopeOf } from "../request-scope.ts";
 
 /**
- * Takes one of the worker's REQUEST_MAX_CONCURRENT slots (or of `limiter`'s) before the body is
- * read, and starts the request's deadline. Slot, deadline timer and disconnect listener are all
- * released when the response closes, however it ends; at the deadline a response still unread is
- * closed by force. A request already admitted (by controlAdmission) passes through.
+ * Takes one of the worker's REQUEST_MAX_CONCURRENT slots before the body is read, and starts the
+ * request's deadline. A control request (`isControl`: the table's `control` operations, POST
+ * /cancel) takes a slot of the worker's own small reserve instead (runtime.controlAdmission), so a
+ * stop button gets through while the runs it would stop fill the worker. Slot, deadline timer and
+ * disconnect listener are all released when the response closes, however it ends; at the deadline a
+ * response still unread is closed by force.
  */
-export function admission(runtime: Runtime, limiter: AdmissionLimiter = runtime.admission): RequestHandler {
+export function admission(runtime: Runtime, isControl: (req: Request) => boolean = () => false): RequestHandler {
   const timeoutMs = runtime.config.REQUEST_TIMEOUT * 1000;
-  return async (_req, res, next) => {
-    if (scopeOf(res).run) {
-      next();
-      return;
-    }
+  return async (req, res, next) => {
     if (runtime.lifecycle.draining) {
       res.setHeader("Connection", "close");
       runtime.metrics.admissionRejections.inc({ reason: "shutting_down" });
@@ -30,7 +26,7 @@ export function admission(runtime: Runtime, limiter: AdmissionLimiter = runtime.
       if (!res.writableFinished && !scope.outlives) controller.abort(new RunAborted("client_disconnected"));
     };
     res.on("close", onClose);
-    const release = await limiter.acquire(controller.signal);
+    const release = await (isControl(req) ? runtime.controlAdmission : runtime.admission).acquire(controller.signal);
     if (!release) {
       res.off("close", onClose);
       runtime.metrics.admissionRejections.inc({ reason: "service_busy" });
@@ -60,19 +56,4 @@ export function admission(runtime: Runtime, limiter: AdmissionLimiter = runtime.
     scope.run = controller;
     next();
   };
-}
-
-/**
- * Admission for the table's control operations (`control: true`, POST /cancel): a slot of the
- * worker's own reserve (runtime.controlAdmission) instead of REQUEST_MAX_CONCURRENT's, so a stop
- * button gets through while the runs it would stop fill the worker. Mounted after authentication and
- * before the general admission, which lets the requests it admitted pass; the body limits still apply.
- */
-export function controlAdmission(runtime: Runtime, operations: Readonly<Record<string, Operation>>): Router {
-  const router = Router();
-  const admit = admission(runtime, runtime.controlAdmission);
-  for (const operation of Object.values(operations)) {
-    if (operation.control) router[operation.method](expressPath(operation), admit);
-  }
-  return router;
 }
