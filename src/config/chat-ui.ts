@@ -27,16 +27,16 @@ const unsetIfEmpty = (v: unknown) => (typeof v === "string" && v.trim() === "" ?
 export const DEFAULT_MAX_ATTACHMENTS = 10;
 export const DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
 
-const count = (fallback: number, min: number, max: number) =>
-  z.preprocess(
-    unsetIfEmpty,
-    z.coerce
-      .number({ error: "must be an integer" })
-      .int({ error: "must be an integer" })
-      .min(min, { error: `must be at least ${min}` })
-      .max(max, { error: `must be at most ${max}` })
-      .default(fallback),
-  );
+/** An integer setting in [min, max]. */
+const integer = (min: number, max: number) =>
+  z.coerce
+    .number({ error: "must be an integer" })
+    .int({ error: "must be an integer" })
+    .min(min, { error: `must be at least ${min}` })
+    .max(max, { error: `must be at most ${max}` });
+
+/** An integer setting with a default. */
+const count = (fallback: number, min: number, max: number) => z.preprocess(unsetIfEmpty, integer(min, max).default(fallback));
 
 const shape = {
   AGENTHOST_URL: z.preprocess(
@@ -55,15 +55,7 @@ const shape = {
       .max(65535, { error: "must be at most 65535" })
       .default(8501),
   ),
-  MULTIMODAL_MAX_ATTACHMENTS: z.preprocess(
-    unsetIfEmpty,
-    z.coerce
-      .number({ error: "must be an integer" })
-      .int({ error: "must be an integer" })
-      .min(0, { error: "must be at least 0" })
-      .max(1000, { error: "must be at most 1000" })
-      .optional(),
-  ),
+  MULTIMODAL_MAX_ATTACHMENTS: z.preprocess(unsetIfEmpty, integer(0, 1000).optional()),
   CHAT_UI_MAX_UPLOAD_BYTES: count(DEFAULT_MAX_UPLOAD_BYTES, 0, 100 * 1024 * 1024),
 } as const;
 
