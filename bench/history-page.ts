@@ -3,9 +3,9 @@
  * 100 / 1,000 / 5,000 messages, on SQLite and PostgreSQL, through the service's read path
  * (readHistoryPage: the message index) and, for comparison, through LangGraph's getState.
  *
- *   npm run bench                         # both backends (PostgreSQL from BENCH_DATABASE_URL,
- *                                         # default postgres://postgres@127.0.0.1:5432/test)
- *   npm run bench -- --backends=filedb    # SQLite only
+ *   npm run bench:history                         # both backends (PostgreSQL from BENCH_DATABASE_URL,
+ *                                                 # default postgres://postgres@127.0.0.1:5432/test)
+ *   npm run bench:history -- --backends=filedb    # SQLite only
  *
  * Prints p50 (and p90) over repeated reads after a warm-up; PostgreSQL uses a throwaway schema.
  */

@@ -3,12 +3,11 @@
  * `concurrency` loops inside this process, with sync durability. No HTTP, no agenthost layers.
  * Prints one JSON line: runs and CPU time.
  *
- *   node --import tsx bench/throughput-floor.ts <memory|filedb|serverdb> <invoke|stream> <seconds> <concurrency> [path or url]
+ *   node --import tsx bench/throughput-floor.ts <memory|filedb|serverdb> <invoke|stream> <warm-up ms> <seconds> <concurrency> [path or url]
  */
 import { openFloorGraph } from "./floor-graph.ts";
 
-const [backend, route, seconds, concurrency, target] = process.argv.slice(2) as [string, string, string, string, string | undefined];
-const WARMUP_MS = 1_500;
+const [backend, route, warmupMs, seconds, concurrency, target] = process.argv.slice(2) as [string, string, string, string, string, string | undefined];
 const MESSAGE = "Hello! Please answer briefly.";
 
 const floor = await openFloorGraph(backend, target);
@@ -22,7 +21,7 @@ async function once(): Promise<void> {
 }
 
 // Runs may finish without ever yielding to the timer phase, so the loops themselves start the measurement.
-const warmEnd = performance.now() + WARMUP_MS;
+const warmEnd = performance.now() + Number(warmupMs);
 const deadline = warmEnd + Number(seconds) * 1_000;
 let measuring = false;
 let runs = 0;

@@ -1,22 +1,26 @@
 /**
  * Throughput benchmark: the real service (bin/agenthost, one worker, the fake model, sync
- * durability) against two floors, side by side in one run, per backend and route:
+ * durability) against the library's floor, side by side in one run, per backend and route:
  *
  *   - in process (bench/throughput-floor.ts): the same one-node graph on the library's saver,
  *     driven by loops inside one process, no HTTP;
- *   - behind HTTP (bench/throughput-http-floor.ts): the same graph behind the thinnest node:http
- *     server that answers the run routes, driven by the same load generator as the service.
+ *   - with `--http-floor`, also behind HTTP (bench/throughput-http-floor.ts): the same graph behind
+ *     the thinnest node:http server that answers the run routes, driven by the same load generator
+ *     as the service.
  *
  * For each: runs per second at `--concurrency` (default 8), CPU time per run (a server's from
  * /proc: the service's primary and worker together), and the service's share of each floor's
  * throughput (goal: at least 80 %) and its CPU ratio to each (goal: at most 1.25x).
  *
  * With two or more cores, the service and the floor run on core 0 and this load generator on
- * core 1 (taskset), so the generator does not steal from what it measures. Each figure is the
- * median of `--repeat` (default 3) alternating measurements.
+ * core 1 (taskset), so the generator does not steal from what it measures. One service per backend
+ * is started and warmed up on every route (`--warmup` ms each, default 3,000); then each route is
+ * measured `--repeat` times (default 3) for `--seconds` (default 2), the service and a new
+ * in-process floor alternating, and each figure is the median. The compiled code is measured: a
+ * stale dist/ is rebuilt first. Three backends take about three minutes.
  *
- *   npm run bench:throughput
- *   npm run bench:throughput -- --backends=filedb --routes=invoke --seconds=5 --repeat=5
+ *   npm run bench
+ *   npm run bench -- --backends=filedb --routes=invoke --seconds=5 --repeat=5 --http-floor
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
@@ -28,17 +32,28 @@ import { pgQuery } from "./postgres.ts";
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const backends = (args.backends ?? "memory,filedb,serverdb").split(",");
 const routes = (args.routes ?? "invoke,stream").split(",");
-const seconds = Number(args.seconds ?? 3);
+const seconds = Number(args.seconds ?? 2);
+const withHttpFloor = "http-floor" in args;
 const concurrency = Number(args.concurrency ?? 8);
 const repeat = Number(args.repeat ?? 3);
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-const WARMUP_MS = 1_500;
+/**
+ * A new server runs each route this long before anything is measured. The service has far more code
+ * than the floor to optimise, and it compiles on the core it is measured on: a second of warm-up
+ * leaves it measured at about twice its steady cost, three seconds per route within a few per cent.
+ */
+const SERVER_WARMUP_MS = Number(args.warmup ?? 3_000);
+/** Before each measurement of a warm server. */
+const SETTLE_MS = 500;
+/** The in-process floor, a new process per measurement, warms up this long; its code is optimised well within it. */
+const FLOOR_WARMUP_MS = 1_500;
 const TOKEN = "bench-token";
 const root = path.resolve(import.meta.dirname, "..");
 const pinned = os.availableParallelism() >= 2;
 const CLOCK_TICKS_PER_SECOND = 100;
 
 if (pinned) execFileSync("taskset", ["-cp", "1", String(process.pid)], { stdio: "ignore" });
+execFileSync(process.execPath, [path.join(root, "scripts/build.mjs"), "--if-stale"], { stdio: "inherit" });
 
 /** `command` on core 0 when pinning, else as is. */
 function onServiceCore(command: string, commandArgs: string[], options: Parameters<typeof spawn>[2]): ChildProcess {
@@ -104,7 +119,7 @@ async function openBackend(kind: string): Promise<Backend> {
 async function floor(kind: string, route: string, backend: Backend): Promise<Measurement> {
   const child = onServiceCore(
     process.execPath,
-    ["--import", "tsx", path.join(root, "bench/throughput-floor.ts"), kind, route, String(seconds), String(concurrency), backend.floorTarget],
+    ["--import", "tsx", path.join(root, "bench/throughput-floor.ts"), kind, route, String(FLOOR_WARMUP_MS), String(seconds), String(concurrency), backend.floorTarget],
     { cwd: root, stdio: ["ignore", "pipe", "inherit"] },
   );
   let out = "";
@@ -189,10 +204,11 @@ function request(agent: http.Agent, port: number, route: string): Promise<void> 
   });
 }
 
-async function load(service: Server, route: string): Promise<Measurement> {
+/** Drive `server` on `route` at c=`concurrency` for `warmupMs`, then measure it for `measureSeconds` (none: only warm it up). */
+async function load(server: Server, route: string, warmupMs: number, measureSeconds: number): Promise<Measurement> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const warmEnd = performance.now() + WARMUP_MS;
-  const end = warmEnd + seconds * 1_000;
+  const warmEnd = performance.now() + warmupMs;
+  const end = warmEnd + measureSeconds * 1_000;
   let measuring = false;
   let runs = 0;
   let cpuAtStart = 0;
@@ -200,69 +216,78 @@ async function load(service: Server, route: string): Promise<Measurement> {
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < end) {
-        await request(agent, service.port, route);
+        await request(agent, server.port, route);
         runs++;
         if (!measuring && performance.now() >= warmEnd) {
           measuring = true;
           runs = 0;
-          cpuAtStart = treeCpuMs(service.pid);
+          cpuAtStart = treeCpuMs(server.pid);
           startedAt = performance.now();
         }
       }
     }),
   );
-  const cpu = treeCpuMs(service.pid) - cpuAtStart;
+  const cpu = treeCpuMs(server.pid) - cpuAtStart;
   const elapsed = (performance.now() - startedAt) / 1_000;
   agent.destroy();
-  if (!measuring) throw new Error("the measurement never started");
+  if (measureSeconds > 0 && !measuring) throw new Error("the measurement never started");
   return { perSecond: runs / elapsed, cpuMsPerRun: cpu / runs };
 }
 
-const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(6);
-const share = (service: number, floorRate: number) => `${((100 * service) / floorRate).toFixed(0).padStart(3)} %`;
-const ratio = (service: number, floorCpu: number) => `${(service / floorCpu).toFixed(2)}x`;
+const shareOf = (service: Measurement[], floorRuns: Measurement[]) => `${((100 * rate(service)) / rate(floorRuns)).toFixed(0)} %`;
+const ratioTo = (service: Measurement[], floorRuns: Measurement[]) => `${(cpu(service) / cpu(floorRuns)).toFixed(2)}x`;
+const rate = (m: Measurement[]) => median(m.map((x) => x.perSecond));
+const cpu = (m: Measurement[]) => median(m.map((x) => x.cpuMsPerRun));
 
-/** Drive every route once (a new process's code is still being optimised), then measure each. */
-async function measureServer(server: Server, into: Map<string, Measurement[]>): Promise<void> {
-  try {
-    for (const route of routes) await load(server, route);
-    for (const route of routes) into.get(route)!.push(await load(server, route));
-  } finally {
-    await server.stop();
-  }
+/** The table's columns (the http floor's when measured): a heading and the value for one backend and route. */
+function columnsFor(f: Measurement[], h: Measurement[], s: Measurement[]): [string, string][] {
+  const columns: [string, () => string][] = [
+    ["floor runs/s", () => rate(f).toFixed(0)],
+    ["http floor runs/s", () => rate(h).toFixed(0)],
+    ["service runs/s", () => rate(s).toFixed(0)],
+    ["share of floor", () => shareOf(s, f)],
+    ["share of http", () => shareOf(s, h)],
+    ["floor CPU ms/run", () => cpu(f).toFixed(2)],
+    ["http floor CPU ms/run", () => cpu(h).toFixed(2)],
+    ["service CPU ms/run", () => cpu(s).toFixed(2)],
+    ["CPU to floor", () => ratioTo(s, f)],
+    ["CPU to http", () => ratioTo(s, h)],
+  ];
+  return columns.filter(([heading]) => withHttpFloor || !heading.includes("http")).map(([heading, value]) => [heading, value()]);
 }
 
 console.log(
-  `Throughput: the service (one worker) vs the library's floor in process and behind a bare node:http server,` +
+  `Throughput: the service (one worker) vs the library's floor in process${withHttpFloor ? " and behind a bare node:http server" : ""},` +
     ` c=${concurrency}, ${seconds} s per measurement, median of ${repeat}` +
     `${pinned ? "; servers and the in-process floor on core 0, load on core 1" : "; unpinned (one core)"}.` +
-    `\nGoals: service >= 80 % of a floor's runs/s, CPU per run <= 1.25x the floor's.\n`,
+    `\nGoals: service >= 80 % of the floor's runs/s, CPU per run <= 1.25x the floor's.\n`,
 );
-console.log(`${"backend".padEnd(8)} ${"route".padEnd(6)} |   runs/s: in-process  http floor  service | service share: of in-process  of http | CPU ms/run: in-process  http floor  service | CPU ratio: to in-process  to http`);
+let headed = false;
 for (const kind of backends) {
   const backend = await openBackend(kind);
+  const servers: Server[] = [];
   try {
-    const perRoute = () => new Map<string, Measurement[]>(routes.map((r) => [r, []]));
-    const floorRuns = perRoute();
-    const httpFloorRuns = perRoute();
-    const serviceRuns = perRoute();
-    for (let i = 0; i < repeat; i++) {
-      await measureServer(await startService(backend), serviceRuns);
-      await measureServer(await startHttpFloor(kind, backend), httpFloorRuns);
-      for (const route of routes) floorRuns.get(route)!.push(await floor(kind, route, backend));
-    }
+    const service = await startService(backend);
+    servers.push(service);
+    const httpFloor = withHttpFloor ? await startHttpFloor(kind, backend) : undefined;
+    if (httpFloor) servers.push(httpFloor);
+    for (const server of servers) for (const route of routes) await load(server, route, SERVER_WARMUP_MS, 0);
     for (const route of routes) {
-      const rate = (m: Map<string, Measurement[]>) => median(m.get(route)!.map((x) => x.perSecond));
-      const cpu = (m: Map<string, Measurement[]>) => median(m.get(route)!.map((x) => x.cpuMsPerRun));
-      const [f, h, s] = [floorRuns, httpFloorRuns, serviceRuns];
-      console.log(
-        `${kind.padEnd(8)} ${route.padEnd(6)} |          ${fmt(rate(f))}      ${fmt(rate(h))}   ${fmt(rate(s))} |` +
-          `                 ${share(rate(s), rate(f))}     ${share(rate(s), rate(h))} |` +
-          `              ${fmt(cpu(f), 2)}      ${fmt(cpu(h), 2)}   ${fmt(cpu(s), 2)} |` +
-          `                ${ratio(cpu(s), cpu(f))}     ${ratio(cpu(s), cpu(h))}`,
-      );
+      const measured = { floor: [] as Measurement[], http: [] as Measurement[], service: [] as Measurement[] };
+      for (let i = 0; i < repeat; i++) {
+        measured.service.push(await load(service, route, SETTLE_MS, seconds));
+        if (httpFloor) measured.http.push(await load(httpFloor, route, SETTLE_MS, seconds));
+        measured.floor.push(await floor(kind, route, backend));
+      }
+      const columns = columnsFor(measured.floor, measured.http, measured.service);
+      if (!headed) {
+        console.log(["backend ", "route ", ...columns.map(([heading]) => heading)].join(" | "));
+        headed = true;
+      }
+      console.log([kind.padEnd(8), route.padEnd(6), ...columns.map(([heading, value]) => value.padStart(heading.length))].join(" | "));
     }
   } finally {
+    for (const server of servers) await server.stop();
     await backend.cleanup();
   }
 }

@@ -12,8 +12,8 @@
  *   - 8 conversations × 100 turns at once: p50 of the last tenth of turns over the first tenth
  *     (goal ≤ 1.5×).
  *
- *   npm run bench                                   # memory, filedb, serverdb
- *   npm run bench -- --backends=filedb --big=100000 # also one turn on a 100,000-message conversation
+ *   npm run bench:turns                                   # memory, filedb, serverdb
+ *   npm run bench:turns -- --backends=filedb --big=100000 # also one turn on a 100,000-message conversation
  */
 import fs from "node:fs";
 import type http from "node:http";

@@ -57,7 +57,7 @@ test("the timed saver measures each storage operation of the message store and l
   const ownMethods = Object.getOwnPropertyNames(store);
   const timed: Array<[string, SaverOperation]> = [];
   const saver = new TimedSaver(store, "memory", {
-    labels: ({ backend, operation }) => ({ startTimer: () => () => void timed.push([backend, operation]) }),
+    labels: ({ backend, operation }) => ({ observe: () => void timed.push([backend, operation]) }),
   });
   const graph = serviceGraph(echoGraph(), saver);
   const config = { configurable: { thread_id: "t" } };
