@@ -22,11 +22,11 @@
  *   npm run bench
  *   npm run bench -- --backends=filedb --routes=invoke --seconds=5 --repeat=5 --http-floor
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import http from "node:http";
 import os from "node:os";
 import path from "node:path";
+import { freePort, load as loadServer, median, onServiceCore, pinLoadGenerator, pinned, ready, startService, type Measurement, type Server } from "./load-service.ts";
 import { pgQuery } from "./postgres.ts";
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
@@ -39,54 +39,19 @@ const repeat = Number(args.repeat ?? 3);
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 /**
  * A new server runs each route this long before anything is measured. The service has far more code
- * than the floor to optimise, and it compiles on the core it is measured on: a second of warm-up
- * leaves it measured at about twice its steady cost, three seconds per route within a few per cent.
+ * than the floor to optimise, and it compiles on the core it is measured on: measured in a new
+ * process after 1.5 s of warm-up, it cost twice what it costs warm, after 3 s 1.2 times. Here every
+ * route is driven this long before the first measurement; 6 s measured the same as 3 s.
  */
 const SERVER_WARMUP_MS = Number(args.warmup ?? 3_000);
 /** Before each measurement of a warm server. */
 const SETTLE_MS = 500;
 /** The in-process floor, a new process per measurement, warms up this long; its code is optimised well within it. */
 const FLOOR_WARMUP_MS = 1_500;
-const TOKEN = "bench-token";
 const root = path.resolve(import.meta.dirname, "..");
-const pinned = os.availableParallelism() >= 2;
-const CLOCK_TICKS_PER_SECOND = 100;
 
-if (pinned) execFileSync("taskset", ["-cp", "1", String(process.pid)], { stdio: "ignore" });
+pinLoadGenerator();
 execFileSync(process.execPath, [path.join(root, "scripts/build.mjs"), "--if-stale"], { stdio: "inherit" });
-
-/** `command` on core 0 when pinning, else as is. */
-function onServiceCore(command: string, commandArgs: string[], options: Parameters<typeof spawn>[2]): ChildProcess {
-  return pinned ? spawn("taskset", ["-c", "0", command, ...commandArgs], options) : spawn(command, commandArgs, options);
-}
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-
-interface Measurement {
-  readonly perSecond: number;
-  readonly cpuMsPerRun: number;
-}
-
-/** CPU time (user + system, ms) of a process and all its descendants, from /proc. */
-function treeCpuMs(pid: number): number {
-  let ticks = 0;
-  const visit = (p: number) => {
-    let stat: string;
-    try {
-      stat = fs.readFileSync(`/proc/${p}/stat`, "utf8");
-    } catch {
-      return;
-    }
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
-    for (const task of fs.readdirSync(`/proc/${p}/task`)) {
-      const children = fs.readFileSync(`/proc/${p}/task/${task}/children`, "utf8").trim();
-      for (const child of children ? children.split(" ") : []) visit(Number(child));
-    }
-  };
-  visit(pid);
-  return (ticks * 1_000) / CLOCK_TICKS_PER_SECOND;
-}
 
 interface Backend {
   readonly env: Record<string, string>;
@@ -130,24 +95,6 @@ async function floor(kind: string, route: string, backend: Backend): Promise<Mea
   return { perSecond: runs / elapsed, cpuMsPerRun: cpuMs / runs };
 }
 
-interface Server {
-  readonly port: number;
-  readonly pid: number;
-  stop(): Promise<void>;
-}
-
-const freePort = () => 18_000 + Math.floor(Math.random() * 2_000);
-
-function startService(backend: Backend): Promise<Server> {
-  const port = freePort();
-  const child = onServiceCore(path.join(root, "bin/agenthost"), [], {
-    cwd: root,
-    stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, USE_FAKE_MODEL: "true", AUTH_SECRET: TOKEN, HOST: "127.0.0.1", PORT: String(port), WEB_CONCURRENCY: "1", METRICS_PORT: "0", ...backend.env },
-  });
-  return ready(child, port);
-}
-
 function startHttpFloor(kind: string, backend: Backend): Promise<Server> {
   const port = freePort();
   const child = onServiceCore(process.execPath, ["--import", "tsx", path.join(root, "bench/throughput-http-floor.ts"), kind, String(port), backend.floorTarget], {
@@ -158,81 +105,7 @@ function startHttpFloor(kind: string, backend: Backend): Promise<Server> {
   return ready(child, port);
 }
 
-/** The server once it answers on `port` (the service: once ready). */
-async function ready(child: ChildProcess, port: number): Promise<Server> {
-  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
-  for (let attempt = 0; ; attempt++) {
-    if (child.exitCode !== null) throw new Error("the server exited while starting");
-    const status = await new Promise<number>((resolve) => {
-      http.get({ port, host: "127.0.0.1", path: "/health/ready" }, (res) => resolve(res.statusCode ?? 0)).on("error", () => resolve(0)).end();
-    });
-    if (status === 200) break;
-    if (attempt > 600) throw new Error("the server did not become ready");
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  // The pid of `taskset` is the primary's: taskset execs the command.
-  return {
-    port,
-    pid: child.pid!,
-    stop: async () => {
-      child.kill("SIGTERM");
-      await exited;
-    },
-  };
-}
-
-/** One request; resolves when the whole answer has arrived (a stream: at its end). */
-function request(agent: http.Agent, port: number, route: string): Promise<void> {
-  const body = JSON.stringify({ input: { message: "Hello! Please answer briefly." }, ...(route === "stream" ? { stream_tokens: true } : {}) });
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        agent,
-        host: "127.0.0.1",
-        port,
-        method: "POST",
-        path: `/chatbot-agent/${route}`,
-        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-      },
-      (res) => {
-        res.on("data", () => {});
-        res.on("end", () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
-}
-
-/** Drive `server` on `route` at c=`concurrency` for `warmupMs`, then measure it for `measureSeconds` (none: only warm it up). */
-async function load(server: Server, route: string, warmupMs: number, measureSeconds: number): Promise<Measurement> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const warmEnd = performance.now() + warmupMs;
-  const end = warmEnd + measureSeconds * 1_000;
-  let measuring = false;
-  let runs = 0;
-  let cpuAtStart = 0;
-  let startedAt = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < end) {
-        await request(agent, server.port, route);
-        runs++;
-        if (!measuring && performance.now() >= warmEnd) {
-          measuring = true;
-          runs = 0;
-          cpuAtStart = treeCpuMs(server.pid);
-          startedAt = performance.now();
-        }
-      }
-    }),
-  );
-  const cpu = treeCpuMs(server.pid) - cpuAtStart;
-  const elapsed = (performance.now() - startedAt) / 1_000;
-  agent.destroy();
-  if (measureSeconds > 0 && !measuring) throw new Error("the measurement never started");
-  return { perSecond: runs / elapsed, cpuMsPerRun: cpu / runs };
-}
+const load = (server: Server, route: string, warmupMs: number, measureSeconds: number) => loadServer(server, route, concurrency, warmupMs, measureSeconds);
 
 const shareOf = (service: Measurement[], floorRuns: Measurement[]) => `${((100 * rate(service)) / rate(floorRuns)).toFixed(0)} %`;
 const ratioTo = (service: Measurement[], floorRuns: Measurement[]) => `${(cpu(service) / cpu(floorRuns)).toFixed(2)}x`;
@@ -267,7 +140,7 @@ for (const kind of backends) {
   const backend = await openBackend(kind);
   const servers: Server[] = [];
   try {
-    const service = await startService(backend);
+    const service = await startService(root, backend.env);
     servers.push(service);
     const httpFloor = withHttpFloor ? await startHttpFloor(kind, backend) : undefined;
     if (httpFloor) servers.push(httpFloor);

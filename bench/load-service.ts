@@ -1,0 +1,151 @@
+/**
+ * Servers under load for the benchmarks: start one on core 0 (when the machine has two), drive a
+ * route of it at a fixed concurrency from this process, and read what it cost from /proc: runs per
+ * second and CPU time per run of the server's process and all its descendants (the service's
+ * primary and worker together). Used by throughput.ts and ab.ts.
+ */
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import os from "node:os";
+
+export const TOKEN = "bench-token";
+export const pinned = os.availableParallelism() >= 2;
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** Keep this process (the load generator) off the servers' core. */
+export function pinLoadGenerator(): void {
+  if (pinned) execFileSync("taskset", ["-cp", "1", String(process.pid)], { stdio: "ignore" });
+}
+
+/** `command` on core 0 when pinning, else as is. */
+export function onServiceCore(command: string, commandArgs: string[], options: Parameters<typeof spawn>[2]): ChildProcess {
+  return pinned ? spawn("taskset", ["-c", "0", command, ...commandArgs], options) : spawn(command, commandArgs, options);
+}
+
+export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+export interface Measurement {
+  readonly perSecond: number;
+  readonly cpuMsPerRun: number;
+}
+
+/** CPU time (user + system, ms) of a process and all its descendants, from /proc. */
+export function treeCpuMs(pid: number): number {
+  let ticks = 0;
+  const visit = (p: number) => {
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${p}/stat`, "utf8");
+    } catch {
+      return;
+    }
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
+    for (const task of fs.readdirSync(`/proc/${p}/task`)) {
+      const children = fs.readFileSync(`/proc/${p}/task/${task}/children`, "utf8").trim();
+      for (const child of children ? children.split(" ") : []) visit(Number(child));
+    }
+  };
+  visit(pid);
+  return (ticks * 1_000) / CLOCK_TICKS_PER_SECOND;
+}
+
+export interface Server {
+  readonly port: number;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+export const freePort = () => 18_000 + Math.floor(Math.random() * 2_000);
+
+/**
+ * The service of the package at `root` (its bin/agenthost: the compiled code when its dist/ is
+ * current), one worker, the fake model, on a free port, with `env` added; once it is ready.
+ */
+export function startService(root: string, env: Record<string, string>): Promise<Server> {
+  const port = freePort();
+  const child = onServiceCore(`${root}/bin/agenthost`, [], {
+    cwd: root,
+    stdio: ["ignore", "ignore", "inherit"],
+    env: { ...process.env, USE_FAKE_MODEL: "true", AUTH_SECRET: TOKEN, HOST: "127.0.0.1", PORT: String(port), WEB_CONCURRENCY: "1", METRICS_PORT: "0", ...env },
+  });
+  return ready(child, port);
+}
+
+/** The server once it answers on `port` (the service: once ready). */
+export async function ready(child: ChildProcess, port: number): Promise<Server> {
+  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+  for (let attempt = 0; ; attempt++) {
+    if (child.exitCode !== null) throw new Error("the server exited while starting");
+    const status = await new Promise<number>((resolve) => {
+      http.get({ port, host: "127.0.0.1", path: "/health/ready" }, (res) => resolve(res.statusCode ?? 0)).on("error", () => resolve(0)).end();
+    });
+    if (status === 200) break;
+    if (attempt > 600) throw new Error("the server did not become ready");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  // The pid of `taskset` is the primary's: taskset execs the command.
+  return {
+    port,
+    pid: child.pid!,
+    stop: async () => {
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/** One request; resolves when the whole answer has arrived (a stream: at its end). */
+function request(agent: http.Agent, port: number, route: string): Promise<void> {
+  const body = JSON.stringify({ input: { message: "Hello! Please answer briefly." }, ...(route === "stream" ? { stream_tokens: true } : {}) });
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        agent,
+        host: "127.0.0.1",
+        port,
+        method: "POST",
+        path: `/chatbot-agent/${route}`,
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      },
+      (res) => {
+        res.on("data", () => {});
+        res.on("end", () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** Drive `server` on `route` at c=`concurrency` for `warmupMs`, then measure it for `measureSeconds` (none: only warm it up). */
+export async function load(server: Server, route: string, concurrency: number, warmupMs: number, measureSeconds: number): Promise<Measurement> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const warmEnd = performance.now() + warmupMs;
+  const end = warmEnd + measureSeconds * 1_000;
+  let measuring = false;
+  let runs = 0;
+  let cpuAtStart = 0;
+  let startedAt = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        await request(agent, server.port, route);
+        runs++;
+        if (!measuring && performance.now() >= warmEnd) {
+          measuring = true;
+          runs = 0;
+          cpuAtStart = treeCpuMs(server.pid);
+          startedAt = performance.now();
+        }
+      }
+    }),
+  );
+  const cpu = treeCpuMs(server.pid) - cpuAtStart;
+  const elapsed = (performance.now() - startedAt) / 1_000;
+  agent.destroy();
+  if (measureSeconds > 0 && !measuring) throw new Error("the measurement never started");
+  return { perSecond: runs / elapsed, cpuMsPerRun: cpu / runs };
+}
+
