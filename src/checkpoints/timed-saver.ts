@@ -50,7 +50,14 @@ export class TimedSaver extends BaseCheckpointSaver {
     const histogram = this.timers.get(operation)!;
     const started = performance.now();
     const observe = () => histogram.observe((performance.now() - started) / 1000);
-    const result = this.tracer ? this.tracer.checkpoint(this.backend, operation, call) : call();
+    let result: Promise<T>;
+    try {
+      result = this.tracer ? this.tracer.checkpoint(this.backend, operation, call) : call();
+    } catch (error) {
+      // Thrown rather than rejected: still timed, and still a rejection to the caller, as from an async function.
+      observe();
+      return Promise.reject(error as Error);
+    }
     result.then(observe, observe);
     return result;
   }

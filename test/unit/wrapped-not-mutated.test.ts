@@ -73,3 +73,22 @@ test("the timed saver measures each storage operation of the message store and l
   assert.equal(messageStoreOf(store), store);
   assert.equal(messageStoreOf(new MemorySaver()), undefined);
 });
+
+test("the timed saver times a failed operation too and hands its failure on as a rejection, thrown or rejected", async () => {
+  const failing = new (class extends MessageStoreSaver {
+    override getTuple(): Promise<undefined> {
+      throw new Error("thrown");
+    }
+    override putWrites(): Promise<void> {
+      return Promise.reject(new Error("rejected"));
+    }
+  })(new MemorySaver(), new MemoryMessageRows(), 100);
+  const timed: SaverOperation[] = [];
+  const saver = new TimedSaver(failing, "memory", { labels: ({ operation }) => ({ observe: () => void timed.push(operation) }) });
+  const config = { configurable: { thread_id: "t", checkpoint_id: "c" } };
+  const read = saver.getTuple(config);
+  assert.ok(read instanceof Promise, "a thrown failure comes back as a rejected promise");
+  await assert.rejects(read, /thrown/);
+  await assert.rejects(saver.putWrites(config, [], "task"), /rejected/);
+  assert.deepEqual(timed, ["getTuple", "putWrites"]);
+});
