@@ -34,12 +34,13 @@ function text(value: unknown): string | undefined {
 /**
  * Normalise an AI message's completion details in place: `finish_reason` in the API's vocabulary,
  * and `refusal` set when the provider refused (OpenAI's refusal field, or Anthropic's `refusal`
- * stop reason, whose text is the message content or a fixed sentence).
+ * stop reason, whose text is the message content or a fixed sentence). The content's text is asked
+ * for only then: a message's `text` goes through LangChain's content-block translation.
  */
 export function normalizeCompletion(
   responseMetadata: Record<string, unknown>,
   additionalKwargs: Record<string, unknown>,
-  contentText: string,
+  contentText: () => string,
 ): void {
   const raw =
     text(responseMetadata.finish_reason) ??
@@ -50,5 +51,5 @@ export function normalizeCompletion(
   if (raw !== undefined) responseMetadata.finish_reason = FINISH_REASONS[raw] ?? raw;
   const refusal = text(responseMetadata.refusal) ?? text(additionalKwargs.refusal);
   if (refusal) responseMetadata.refusal = refusal;
-  else if (raw === "refusal") responseMetadata.refusal = contentText || DEFAULT_REFUSAL_TEXT;
+  else if (raw === "refusal") responseMetadata.refusal = contentText() || DEFAULT_REFUSAL_TEXT;
 }

@@ -38,7 +38,7 @@ export function toChatMessage(message: BaseMessage, context: MessageContext): Ch
   const responseMetadata = { ...record(message.response_metadata) };
   let content: ChatMessage["content"] = typeof message.content === "string" ? message.content : toApiBlocks(message.content);
 
-  if (type === "ai") normalizeCompletion(responseMetadata, record(message.additional_kwargs), message.text);
+  if (type === "ai") normalizeCompletion(responseMetadata, record(message.additional_kwargs), () => message.text);
   const refusal = responseMetadata.refusal ?? record(message.additional_kwargs).refusal;
   if (typeof refusal === "string" && refusal) {
     responseMetadata.refusal = refusal;

@@ -7,7 +7,7 @@ import { DEFAULT_REFUSAL_TEXT, normalizeCompletion } from "../../src/models/fini
 
 function normalized(metadata: Record<string, unknown>, kwargs: Record<string, unknown> = {}, content = "") {
   const out = { ...metadata };
-  normalizeCompletion(out, kwargs, content);
+  normalizeCompletion(out, kwargs, () => content);
   return out;
 }
 
@@ -93,4 +93,14 @@ test("blocks read back become API blocks again; other blocks and values pass thr
   assert.deepEqual(toApiBlocks([{ type: "image", data: "x", base64: "y", metadata: { detail: "high" } }]), [
     { type: "image", data: "x", base64: "y", metadata: { detail: "high" } },
   ]);
+});
+
+test("the content's text is asked for only when a refusal needs it", () => {
+  const untouched = () => assert.fail("the content's text was asked for");
+  const out: Record<string, unknown> = { finish_reason: "stop" };
+  normalizeCompletion(out, {}, untouched);
+  assert.equal(out.finish_reason, "stop");
+  const refused: Record<string, unknown> = { stop_reason: "refusal" };
+  normalizeCompletion(refused, {}, () => "I cannot help with that.");
+  assert.equal(refused.refusal, "I cannot help with that.");
 });
