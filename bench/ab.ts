@@ -55,4 +55,3 @@ try {
   for (const server of servers) await server.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 }
-

@@ -9,49 +9,22 @@
  *   npm run bench:first-token
  *   npm run bench:first-token -- --requests=400 --concurrency=1,8
  */
-import { execFileSync, spawn } from "node:child_process";
 import http from "node:http";
-import os from "node:os";
 import path from "node:path";
+import { pinLoadGenerator, pinned, startService, TOKEN } from "./load-service.ts";
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const requests = Number(args.requests ?? 300);
 const concurrencies = (args.concurrency ?? "1,8").split(",").map(Number);
-const TOKEN = "bench-token";
 const root = path.resolve(import.meta.dirname, "..");
-const pinned = os.availableParallelism() >= 2;
-if (pinned) execFileSync("taskset", ["-cp", "1", String(process.pid)], { stdio: "ignore" });
+pinLoadGenerator();
 
-const port = 18_000 + Math.floor(Math.random() * 2_000);
-const service = spawn(pinned ? "taskset" : path.join(root, "bin/agenthost"), pinned ? ["-c", "0", path.join(root, "bin/agenthost")] : [], {
-  cwd: root,
-  stdio: ["ignore", "ignore", "inherit"],
-  env: {
-    ...process.env,
-    USE_FAKE_MODEL: "true",
-    AUTH_SECRET: TOKEN,
-    HOST: "127.0.0.1",
-    PORT: String(port),
-    WEB_CONCURRENCY: "1",
-    METRICS_PORT: "0",
-    MEMORY_BACKEND: "memory",
-    AGENT_PATHS: JSON.stringify(["./bench/first-token-agent.ts:clockedAgent"]),
-    DEFAULT_AGENT: "clocked-agent",
-  },
+const service = await startService(root, {
+  MEMORY_BACKEND: "memory",
+  AGENT_PATHS: JSON.stringify(["./bench/first-token-agent.ts:clockedAgent"]),
+  DEFAULT_AGENT: "clocked-agent",
 });
-const exited = new Promise<void>((resolve) => service.on("exit", () => resolve()));
-
-async function waitReady(): Promise<void> {
-  for (let attempt = 0; attempt < 600; attempt++) {
-    if (service.exitCode !== null) throw new Error("the service exited while starting");
-    const status = await new Promise<number>((resolve) => {
-      http.get({ port, host: "127.0.0.1", path: "/health/ready" }, (res) => resolve(res.statusCode ?? 0)).on("error", () => resolve(0)).end();
-    });
-    if (status === 200) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error("the service did not become ready");
-}
+const { port } = service;
 
 /** One stream; the delay of each token event (µs), the first one first. */
 function stream(agent: http.Agent): Promise<number[]> {
@@ -94,7 +67,6 @@ const quantile = (values: number[], q: number) => [...values].sort((a, b) => a -
 const ms = (us: number) => `${(us / 1_000).toFixed(2)} ms`;
 
 try {
-  await waitReady();
   console.log(`Time from a token's production in the graph to its arrival at a client over loopback (${requests} streams per row, one worker${pinned ? "; service on core 0, client on core 1" : ""})\n`);
   for (const concurrency of [0, ...concurrencies]) {
     const agent = new http.Agent({ keepAlive: true, maxSockets: Math.max(1, concurrency) });
@@ -118,6 +90,5 @@ try {
     );
   }
 } finally {
-  service.kill("SIGTERM");
-  await exited;
+  await service.stop();
 }
