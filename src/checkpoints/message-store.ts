@@ -155,6 +155,9 @@ const READ_SLICE = 1_000;
  */
 const REVIVE_BUDGET_MS = 8;
 
+/** The ranges of an empty list, as `LastList.ranges` holds them. */
+const NO_MESSAGES = JSON.stringify(rangesOf([]));
+
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 const decoder = new TextDecoder();
 
@@ -201,7 +204,10 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
     let listing: ThreadListing | undefined;
     if (plan) {
       checkpoint = { ...checkpoint, channel_values: { ...checkpoint.channel_values, messages: plan.refs } };
-      const owner = plan.last.ranges !== this.threads.get(threadId)?.last?.ranges ? conversationOwnerOf(config.configurable) : undefined;
+      // A thread this worker knows nothing of is taken to have had no messages: the empty input step
+      // of a new conversation changes nothing the list shows (one listing write fewer per new conversation).
+      const before = this.threads.get(threadId)?.last?.ranges ?? NO_MESSAGES;
+      const owner = plan.last.ranges !== before ? conversationOwnerOf(config.configurable) : undefined;
       if (owner) listing = { owner, summary: summaryOf(value as unknown[]), now: Date.now() };
     }
     const saved = await this.writer.write({ config, checkpoint, metadata, newVersions, threadId, messages: plan?.rows ?? [], listing });

@@ -282,3 +282,23 @@ test("stored rows are read in slices; a missing row is reported, not silently sk
   const cold = new MessageStoreSaver(saver.inner, rows, 10_000);
   await assert.rejects(graphOn(cold).getState({ configurable: { thread_id: "t" } }), { name: "MissingMessagesError" });
 });
+
+test("a new conversation is listed by the steps that change its messages, not by its empty input step", async () => {
+  const listed: number[] = [];
+  const index = new (class extends MemoryThreadIndex {
+    override async touch(...args: Parameters<MemoryThreadIndex["touch"]>): Promise<void> {
+      listed.push(args[2].messageCount);
+      return super.touch(...args);
+    }
+  })();
+  const saver = new MessageStoreSaver(new MemorySaver(), new MemoryMessageRows(), 10_000, index);
+  const config = { configurable: { thread_id: "new", ...ownerConfigurable("u", "a", "new") } };
+  await graphOn(saver).invoke({ messages: [new HumanMessage("hello")] }, config);
+  assert.deepEqual(listed, [1, 2], "the input applied, then the answer");
+  const page = await index.list("u", "a", 0, 10);
+  assert.deepEqual(page.entries.map((entry) => [entry.threadId, entry.messageCount]), [["new", 2]]);
+  // A cold worker reads the conversation before its input step: it lists the two changes only.
+  listed.length = 0;
+  await graphOn(new MessageStoreSaver(saver.inner, saver.rows, 10_000, index)).invoke({ messages: [new HumanMessage("again")] }, config);
+  assert.deepEqual(listed, [3, 4]);
+});
