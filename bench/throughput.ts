@@ -14,40 +14,41 @@
  *
  * With two or more cores, the service and the floor run on core 0 and this load generator on
  * core 1 (taskset), so the generator does not steal from what it measures. One service per backend
- * is started and warmed up on every route (`--warmup` ms each, default 3,000); then each route is
- * measured `--repeat` times (default 3) for `--seconds` (default 2), the service and a new
- * in-process floor alternating, and each figure is the median. The compiled code is measured: a
- * stale dist/ is rebuilt first. Three backends take about three minutes.
+ * is started and warmed up on every route (`--warmup` ms each, default 3,000), and one in-process
+ * floor per route, kept up. Before a route is measured, each side is driven until its CPU per run
+ * stops falling (warmUntilSteady). Each route is then measured in `--rounds` rounds (default 9)
+ * of `--seconds` each (default 1), the service and the floor back to back, who goes first
+ * alternating. A figure is the median over the rounds; a share or a ratio is the median of the
+ * rounds' own, each taken from two measurements a second apart: on a shared machine a core's speed
+ * drifts by tens of per cent within minutes, which moved a ratio taken from measurements far apart
+ * (the floor in a new process after the service) between 1.05x and 1.58x from run to run. The
+ * compiled code is measured: a stale dist/ is rebuilt first. Three backends take about three minutes.
  *
  *   npm run bench
- *   npm run bench -- --backends=filedb --routes=invoke --seconds=5 --repeat=5 --http-floor
+ *   npm run bench -- --backends=filedb --routes=invoke --seconds=2 --rounds=15 --http-floor
  */
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import readline from "node:readline";
 import { freePort, load as loadServer, median, onServiceCore, pinLoadGenerator, pinned, ready, startService, type Measurement, type Server } from "./load-service.ts";
 import { pgQuery } from "./postgres.ts";
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const backends = (args.backends ?? "memory,filedb,serverdb").split(",");
 const routes = (args.routes ?? "invoke,stream").split(",");
-const seconds = Number(args.seconds ?? 2);
+const seconds = Number(args.seconds ?? 1);
 const withHttpFloor = "http-floor" in args;
 const concurrency = Number(args.concurrency ?? 8);
-const repeat = Number(args.repeat ?? 3);
+const rounds = Number(args.rounds ?? 9);
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-/**
- * A new server runs each route this long before anything is measured. The service has far more code
- * than the floor to optimise, and it compiles on the core it is measured on: measured in a new
- * process after 1.5 s of warm-up, it cost twice what it costs warm, after 3 s 1.2 times. Here every
- * route is driven this long before the first measurement; 6 s measured the same as 3 s.
- */
+/** A new server runs each route this long (ms) before anything else: the first compilation of its code. */
 const SERVER_WARMUP_MS = Number(args.warmup ?? 3_000);
-/** Before each measurement of a warm server. */
-const SETTLE_MS = 500;
-/** The in-process floor, a new process per measurement, warms up this long; its code is optimised well within it. */
-const FLOOR_WARMUP_MS = 1_500;
+/** Then each side is warmed up until steady (warmUntilSteady): slices in a row that must not improve, and a cap. */
+const STEADY_SLICES = 3;
+const STEADY_IMPROVEMENT = 0.03;
+const WARMUP_MAX_MS = 20_000;
 const root = path.resolve(import.meta.dirname, "..");
 
 pinLoadGenerator();
@@ -81,18 +82,34 @@ async function openBackend(kind: string): Promise<Backend> {
   };
 }
 
-async function floor(kind: string, route: string, backend: Backend): Promise<Measurement> {
+/** The in-process floor for one route: a process that stays up, warm, and measures when asked (throughput-floor.ts). */
+interface InProcessFloor {
+  measure(ms: number): Promise<Measurement>;
+  stop(): Promise<void>;
+}
+
+function startFloor(kind: string, route: string, backend: Backend): InProcessFloor {
   const child = onServiceCore(
     process.execPath,
-    ["--import", "tsx", path.join(root, "bench/throughput-floor.ts"), kind, route, String(FLOOR_WARMUP_MS), String(seconds), String(concurrency), backend.floorTarget],
-    { cwd: root, stdio: ["ignore", "pipe", "inherit"] },
+    ["--import", "tsx", path.join(root, "bench/throughput-floor.ts"), kind, route, String(concurrency), backend.floorTarget],
+    { cwd: root, stdio: ["pipe", "pipe", "inherit"] },
   );
-  let out = "";
-  child.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
-  if (code !== 0) throw new Error(`the floor exited with ${code}`);
-  const { runs, seconds: elapsed, cpuMs } = JSON.parse(out) as { runs: number; seconds: number; cpuMs: number };
-  return { perSecond: runs / elapsed, cpuMsPerRun: cpuMs / runs };
+  const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+  const lines = readline.createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  return {
+    async measure(ms) {
+      child.stdin!.write(`${ms}\n`);
+      const answer = await lines.next();
+      if (answer.done) throw new Error(`the floor exited with ${await exited}`);
+      const { runs, seconds: elapsed, cpuMs } = JSON.parse(answer.value) as { runs: number; seconds: number; cpuMs: number };
+      return { perSecond: runs / elapsed, cpuMsPerRun: cpuMs / runs };
+    },
+    async stop() {
+      child.stdin!.end();
+      const code = await exited;
+      if (code !== 0) throw new Error(`the floor exited with ${code}`);
+    },
+  };
 }
 
 function startHttpFloor(kind: string, backend: Backend): Promise<Server> {
@@ -107,34 +124,59 @@ function startHttpFloor(kind: string, backend: Backend): Promise<Server> {
 
 const load = (server: Server, route: string, warmupMs: number, measureSeconds: number) => loadServer(server, route, concurrency, warmupMs, measureSeconds);
 
-const shareOf = (service: Measurement[], floorRuns: Measurement[]) => `${((100 * rate(service)) / rate(floorRuns)).toFixed(0)} %`;
-const ratioTo = (service: Measurement[], floorRuns: Measurement[]) => `${(cpu(service) / cpu(floorRuns)).toFixed(2)}x`;
-const rate = (m: Measurement[]) => median(m.map((x) => x.perSecond));
-const cpu = (m: Measurement[]) => median(m.map((x) => x.cpuMsPerRun));
+/** One round: each server and the floor measured back to back. */
+interface Round {
+  readonly floor: Measurement;
+  readonly http?: Measurement;
+  readonly service: Measurement;
+}
+
+/** The median over the rounds of one figure (a ratio: of each round's own ratio). */
+const over = (rounds: Round[], figure: (round: Round) => number) => median(rounds.map(figure));
+const percent = (ratio: number) => `${(100 * ratio).toFixed(0)} %`;
+const times = (ratio: number) => `${ratio.toFixed(2)}x`;
 
 /** The table's columns (the http floor's when measured): a heading and the value for one backend and route. */
-function columnsFor(f: Measurement[], h: Measurement[], s: Measurement[]): [string, string][] {
+function columnsFor(rounds: Round[]): [string, string][] {
   const columns: [string, () => string][] = [
-    ["floor runs/s", () => rate(f).toFixed(0)],
-    ["http floor runs/s", () => rate(h).toFixed(0)],
-    ["service runs/s", () => rate(s).toFixed(0)],
-    ["share of floor", () => shareOf(s, f)],
-    ["share of http", () => shareOf(s, h)],
-    ["floor CPU ms/run", () => cpu(f).toFixed(2)],
-    ["http floor CPU ms/run", () => cpu(h).toFixed(2)],
-    ["service CPU ms/run", () => cpu(s).toFixed(2)],
-    ["CPU to floor", () => ratioTo(s, f)],
-    ["CPU to http", () => ratioTo(s, h)],
+    ["floor runs/s", () => over(rounds, (r) => r.floor.perSecond).toFixed(0)],
+    ["http floor runs/s", () => over(rounds, (r) => r.http!.perSecond).toFixed(0)],
+    ["service runs/s", () => over(rounds, (r) => r.service.perSecond).toFixed(0)],
+    ["share of floor", () => percent(over(rounds, (r) => r.service.perSecond / r.floor.perSecond))],
+    ["share of http", () => percent(over(rounds, (r) => r.service.perSecond / r.http!.perSecond))],
+    ["floor CPU ms/run", () => over(rounds, (r) => r.floor.cpuMsPerRun).toFixed(2)],
+    ["http floor CPU ms/run", () => over(rounds, (r) => r.http!.cpuMsPerRun).toFixed(2)],
+    ["service CPU ms/run", () => over(rounds, (r) => r.service.cpuMsPerRun).toFixed(2)],
+    ["CPU to floor", () => times(over(rounds, (r) => r.service.cpuMsPerRun / r.floor.cpuMsPerRun))],
+    ["CPU to http", () => times(over(rounds, (r) => r.service.cpuMsPerRun / r.http!.cpuMsPerRun))],
   ];
   return columns.filter(([heading]) => withHttpFloor || !heading.includes("http")).map(([heading, value]) => [heading, value()]);
 }
 
 console.log(
   `Throughput: the service (one worker) vs the library's floor in process${withHttpFloor ? " and behind a bare node:http server" : ""},` +
-    ` c=${concurrency}, ${seconds} s per measurement, median of ${repeat}` +
+    ` c=${concurrency}, medians of ${rounds} rounds of ${seconds} s each (the service and the floor back to back)` +
     `${pinned ? "; servers and the in-process floor on core 0, load on core 1" : "; unpinned (one core)"}.` +
     `\nGoals: service >= 80 % of the floor's runs/s, CPU per run <= 1.25x the floor's.\n`,
 );
+/**
+ * Drive one side in one-second slices until its CPU per run stops falling. A process compiles the
+ * code it runs on the core it is measured on: on a shared core that took more than 10 s, and the
+ * service's first slices after a fixed 3 s of warm-up cost twice what its later ones did. Steady:
+ * STEADY_SLICES slices in a row that improve on the best so far by less than STEADY_IMPROVEMENT
+ * (or WARMUP_MAX_MS in all).
+ */
+async function warmUntilSteady(measure: () => Promise<Measurement>): Promise<void> {
+  const end = performance.now() + WARMUP_MAX_MS;
+  let best = Infinity;
+  let still = 0;
+  while (still < STEADY_SLICES && performance.now() < end) {
+    const { cpuMsPerRun } = await measure();
+    still = cpuMsPerRun < best * (1 - STEADY_IMPROVEMENT) ? 0 : still + 1;
+    best = Math.min(best, cpuMsPerRun);
+  }
+}
+
 let headed = false;
 for (const kind of backends) {
   const backend = await openBackend(kind);
@@ -146,13 +188,33 @@ for (const kind of backends) {
     if (httpFloor) servers.push(httpFloor);
     for (const server of servers) for (const route of routes) await load(server, route, SERVER_WARMUP_MS, 0);
     for (const route of routes) {
-      const measured = { floor: [] as Measurement[], http: [] as Measurement[], service: [] as Measurement[] };
-      for (let i = 0; i < repeat; i++) {
-        measured.service.push(await load(service, route, SETTLE_MS, seconds));
-        if (httpFloor) measured.http.push(await load(httpFloor, route, SETTLE_MS, seconds));
-        measured.floor.push(await floor(kind, route, backend));
+      const inProcess = startFloor(kind, route, backend);
+      const measured: Round[] = [];
+      try {
+        const measure = {
+          service: () => load(service, route, 0, seconds),
+          http: () => (httpFloor ? load(httpFloor, route, 0, seconds) : Promise.resolve(undefined)),
+          floor: () => inProcess.measure(seconds * 1_000),
+        };
+        await warmUntilSteady(() => load(service, route, 0, 1));
+        if (httpFloor) await warmUntilSteady(() => load(httpFloor, route, 0, 1));
+        await warmUntilSteady(() => inProcess.measure(1_000));
+        for (let i = 0; i < rounds; i++) {
+          // Who goes first alternates, so a drift of the machine's speed within a round favours neither side.
+          if (i % 2 === 0) {
+            const service = await measure.service();
+            const http = await measure.http();
+            measured.push({ service, http, floor: await measure.floor() });
+          } else {
+            const floor = await measure.floor();
+            const http = await measure.http();
+            measured.push({ floor, http, service: await measure.service() });
+          }
+        }
+      } finally {
+        await inProcess.stop();
       }
-      const columns = columnsFor(measured.floor, measured.http, measured.service);
+      const columns = columnsFor(measured);
       if (!headed) {
         console.log(["backend ", "route ", ...columns.map(([heading]) => heading)].join(" | "));
         headed = true;
