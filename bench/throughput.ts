@@ -133,6 +133,12 @@ interface Round {
 
 /** The median over the rounds of one figure (a ratio: of each round's own ratio). */
 const over = (rounds: Round[], figure: (round: Round) => number) => median(rounds.map(figure));
+/** The middle half of the rounds' ratios (first to third quartile): how far one run's median can be trusted. */
+function spread(rounds: Round[], ratio: (round: Round) => number, format: (value: number) => string): string {
+  const sorted = rounds.map(ratio).sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.round(q * (sorted.length - 1))]!;
+  return `${format(median(sorted))} (${format(at(0.25))}-${format(at(0.75))})`;
+}
 const percent = (ratio: number) => `${(100 * ratio).toFixed(0)} %`;
 const times = (ratio: number) => `${ratio.toFixed(2)}x`;
 
@@ -142,13 +148,13 @@ function columnsFor(rounds: Round[]): [string, string][] {
     ["floor runs/s", () => over(rounds, (r) => r.floor.perSecond).toFixed(0)],
     ["http floor runs/s", () => over(rounds, (r) => r.http!.perSecond).toFixed(0)],
     ["service runs/s", () => over(rounds, (r) => r.service.perSecond).toFixed(0)],
-    ["share of floor", () => percent(over(rounds, (r) => r.service.perSecond / r.floor.perSecond))],
-    ["share of http", () => percent(over(rounds, (r) => r.service.perSecond / r.http!.perSecond))],
+    ["share of floor (middle half)", () => spread(rounds, (r) => r.service.perSecond / r.floor.perSecond, percent)],
+    ["share of http (middle half)", () => spread(rounds, (r) => r.service.perSecond / r.http!.perSecond, percent)],
     ["floor CPU ms/run", () => over(rounds, (r) => r.floor.cpuMsPerRun).toFixed(2)],
     ["http floor CPU ms/run", () => over(rounds, (r) => r.http!.cpuMsPerRun).toFixed(2)],
     ["service CPU ms/run", () => over(rounds, (r) => r.service.cpuMsPerRun).toFixed(2)],
-    ["CPU to floor", () => times(over(rounds, (r) => r.service.cpuMsPerRun / r.floor.cpuMsPerRun))],
-    ["CPU to http", () => times(over(rounds, (r) => r.service.cpuMsPerRun / r.http!.cpuMsPerRun))],
+    ["CPU to floor (middle half)", () => spread(rounds, (r) => r.service.cpuMsPerRun / r.floor.cpuMsPerRun, times)],
+    ["CPU to http (middle half)", () => spread(rounds, (r) => r.service.cpuMsPerRun / r.http!.cpuMsPerRun, times)],
   ];
   return columns.filter(([heading]) => withHttpFloor || !heading.includes("http")).map(([heading, value]) => [heading, value()]);
 }
