@@ -1,0 +1,32 @@
+// Requests and responses reach the app with its own prototypes already (src/http/server.ts), so
+// Express's per-request Object.setPrototypeOf changes nothing: changing a live object's prototype
+// made the worker's scavenges keep its requests' garbage alive.
+import assert from "node:assert/strict";
+import type http from "node:http";
+import type { AddressInfo } from "node:net";
+import { test } from "node:test";
+import express from "express";
+import { listen } from "../../src/http/server.ts";
+
+test("the server makes requests and responses with the app's prototypes; Express's handling is unchanged", async () => {
+  const app = express();
+  app.post("/echo", express.json(), (req, res) => {
+    res.status(201).json({ got: req.body, path: req.path, type: req.get("content-type") });
+  });
+  const server = await listen(app, { HOST: "127.0.0.1", PORT: 0, REQUEST_BODY_TIMEOUT: 5, REQUEST_TIMEOUT: 10 });
+  const seen: Array<[boolean, boolean]> = [];
+  // Before the app: what the server made, before Express touched it.
+  server.prependListener("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
+    seen.push([Object.getPrototypeOf(req) === app.request, Object.getPrototypeOf(res) === app.response]);
+  });
+  try {
+    const { port } = server.address() as AddressInfo;
+    const answer = await fetch(`http://127.0.0.1:${port}/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"a":1}' });
+    assert.equal(answer.status, 201);
+    assert.deepEqual(await answer.json(), { got: { a: 1 }, path: "/echo", type: "application/json" });
+    assert.deepEqual(seen, [[true, true]]);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
