@@ -73,30 +73,24 @@ function refuseExpectation(_req: http.IncomingMessage, res: http.ServerResponse)
 }
 
 /**
- * `base` as a constructor whose instances have `prototype` as their own prototype (base's own
- * initialisation, then `prototype` in front of base's chain).
- */
-function constructedWith(base: new (...args: never[]) => object, prototype: object): unknown {
-  function Made(...args: unknown[]): object {
-    return Reflect.construct(base, args, Made);
-  }
-  Made.prototype = prototype;
-  return Made;
-}
-
-/**
  * Requests and responses made with the app's own prototypes from the start. Express gives every
  * request and response its prototypes (`app.request`, `app.response`) with Object.setPrototypeOf
- * when it takes them; made with those prototypes already, that call changes nothing. Changing the
- * prototype of a live object is what cost: measured in a worker answering at once (no route,
- * no middleware), it made every scavenge keep about 40 % of the requests' garbage alive and promote
- * it to the old generation, 12 to 16 ms a scavenge against 1 to 2 ms without it.
+ * when it takes them, and changing a live object's prototype is costly in V8 beyond the call: in a
+ * bare node:http server, that one call per request made every scavenge keep the requests' garbage
+ * alive and promote it (0.15 ms scavenges became 4 ms, the heap grew between mark-compacts), and
+ * objects built by a plain function whose `prototype` is Express's did the same. Objects of a
+ * class do not: here each is made by a subclass of Node's own, whose prototype is put in front of
+ * Express's once, and the app is given that prototype as its own, so Express's per-request call
+ * finds it already in place and changes nothing.
  */
 function appMessages(app: Express): Pick<http.ServerOptions, "IncomingMessage" | "ServerResponse"> {
-  return {
-    IncomingMessage: constructedWith(http.IncomingMessage, app.request) as typeof http.IncomingMessage,
-    ServerResponse: constructedWith(http.ServerResponse, app.response) as typeof http.ServerResponse,
-  };
+  class AppRequest extends http.IncomingMessage {}
+  class AppResponse extends http.ServerResponse {}
+  Object.setPrototypeOf(AppRequest.prototype, app.request);
+  Object.setPrototypeOf(AppResponse.prototype, app.response);
+  app.request = AppRequest.prototype as typeof app.request;
+  app.response = AppResponse.prototype as typeof app.response;
+  return { IncomingMessage: AppRequest, ServerResponse: AppResponse as typeof http.ServerResponse };
 }
 
 /**

@@ -1,8 +1,8 @@
-// Requests and responses reach the app with its own prototypes already (src/http/server.ts), so
-// Express's per-request Object.setPrototypeOf changes nothing: changing a live object's prototype
-// made the worker's scavenges keep its requests' garbage alive.
+// Requests and responses reach the app with its own prototypes already, made by subclasses of
+// Node's own (src/http/server.ts), so Express's per-request Object.setPrototypeOf changes nothing:
+// changing a live object's prototype made every scavenge keep the requests' garbage alive.
 import assert from "node:assert/strict";
-import type http from "node:http";
+import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import express from "express";
@@ -25,6 +25,9 @@ test("the server makes requests and responses with the app's prototypes; Express
     assert.equal(answer.status, 201);
     assert.deepEqual(await answer.json(), { got: { a: 1 }, path: "/echo", type: "application/json" });
     assert.deepEqual(seen, [[true, true]]);
+    // Made by subclasses of Node's own, not by functions given a prototype (which V8 treats like a changed one).
+    assert.equal(Object.getPrototypeOf((app.request as object).constructor), http.IncomingMessage);
+    assert.equal(Object.getPrototypeOf((app.response as object).constructor), http.ServerResponse);
   } finally {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
