@@ -22,7 +22,7 @@
  * rounds' own, each taken from two measurements a second apart: on a shared machine a core's speed
  * drifts by tens of per cent within minutes, which moved a ratio taken from measurements far apart
  * (the floor in a new process after the service) between 1.05x and 1.58x from run to run. The
- * compiled code is measured: a stale dist/ is rebuilt first. Three backends take about three minutes.
+ * compiled code is measured: a stale dist/ is rebuilt first. Three backends take about four minutes.
  *
  *   npm run bench
  *   npm run bench -- --backends=filedb --routes=invoke --seconds=2 --rounds=15 --http-floor
