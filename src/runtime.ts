@@ -20,7 +20,7 @@ import { TimedSaver } from "./checkpoints/timed-saver.ts";
 import { createFeedbackDelivery, type FeedbackDelivery } from "./feedback/delivery.ts";
 import { createObservabilityBackend, type ObservabilityBackend } from "./observability/backends/index.ts";
 import type { Config } from "./config/schema.ts";
-import { langChainEnvironmentProblems } from "./config/langchain-environment.ts";
+import { langChainEnvironmentProblems, langChainTracingFromEnvironment } from "./config/langchain-environment.ts";
 import { ConfigError } from "./config/load.ts";
 import { loadMcpToolset, McpToolsError, type McpToolset } from "./agents/mcp-tools.ts";
 import { createModelCatalog, type ModelCatalog } from "./models/catalog.ts";
@@ -29,6 +29,7 @@ import { connectionProblemForLog, createLogger, type Logger } from "./observabil
 import { serviceVersion } from "./observability/build.ts";
 import { ModelCallObserver } from "./observability/model-calls.ts";
 import { createTracing } from "./observability/load-tracing.ts";
+import { installUntracedRunContext } from "./observability/untraced-run-context.ts";
 import type { Tracing } from "./observability/tracing.ts";
 
 /**
@@ -125,6 +126,7 @@ export function defaultConversationLock(config: Config, logger: Logger): Convers
 export async function buildRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<WorkerRuntime> {
   const environment = langChainEnvironmentProblems();
   if (environment.length) throw new ConfigError(environment);
+  installUntracedRunContext({ tracingFromEnvironment: langChainTracingFromEnvironment() });
   const logger = overrides.logger ?? createLogger(config);
   const metrics = overrides.metrics ?? new ServiceMetrics();
   const runTracker = new RunTracker(config.WORKER_STALL_TIMEOUT * 1000);

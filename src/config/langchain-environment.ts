@@ -17,3 +17,11 @@ export function langChainEnvironmentProblems(env: Env = process.env): string[] {
     "LANGCHAIN_CALLBACKS_BACKGROUND must be \"false\" in the process environment (bin/agenthost sets it), or streamed tokens are lost",
   ];
 }
+
+/**
+ * Whether LangChain traces to LangSmith by its own environment variables (any of these "true"):
+ * it then adds a tracer to every run itself, whatever OBSERVABILITY_BACKEND says.
+ */
+export function langChainTracingFromEnvironment(env: Env = process.env): boolean {
+  return ["LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING", "LANGCHAIN_TRACING"].some((name) => env[name] === "true");
+}
