@@ -12,6 +12,7 @@ import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
 import pg from "pg";
+import { WAL_AUTOCHECKPOINT_PAGES } from "../src/checkpoints/sqlite-file.ts";
 import { FakeChatModel } from "../src/models/fake-chat-model.ts";
 
 async function openSaver(backend: string, target: string | undefined): Promise<{ saver: BaseCheckpointSaver; close(): Promise<void> }> {
@@ -20,6 +21,7 @@ async function openSaver(backend: string, target: string | undefined): Promise<{
     const db = new Database(target!, { timeout: 5_000 });
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
+    db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     return {
       saver: new SqliteSaver(db),
       close: async () => {

@@ -9,6 +9,7 @@ import { after, before, describe, test } from "node:test";
 import Database from "better-sqlite3";
 import type { DatabaseGate } from "../../src/checkpoints/guarded-saver.ts";
 import type { MessageStoreSaver } from "../../src/checkpoints/message-store.ts";
+import { WAL_AUTOCHECKPOINT_PAGES } from "../../src/checkpoints/sqlite-file.ts";
 import { call, startService, type RunningService } from "../helpers/service.ts";
 
 const AGENT = "chatbot-agent";
@@ -36,6 +37,14 @@ describe("SQLite failures under a running service", () => {
   after(async () => {
     await service?.close();
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("the worker's connection: WAL, NORMAL sync, and a checkpoint every WAL_AUTOCHECKPOINT_PAGES pages", () => {
+    const db = serviceConnection(service);
+    assert.equal(db.pragma("journal_mode", { simple: true }), "wal");
+    assert.equal(db.pragma("synchronous", { simple: true }), 1);
+    assert.equal(db.pragma("wal_autocheckpoint", { simple: true }), WAL_AUTOCHECKPOINT_PAGES);
+    assert.ok(WAL_AUTOCHECKPOINT_PAGES > 1_000, "fewer checkpoints than SQLite's default");
   });
 
   test("SQLITE_BUSY: writes wait FILEDB_BUSY_TIMEOUT, then answer 503; reads go on (WAL); all well after", async () => {
