@@ -15,9 +15,11 @@ import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
  * a fresh copy of each of its arrays and objects (what a run may change: its `extra` with the
  * config, its `child_runs`). It is a RunTree to everything that looks (LangSmith's `isRunTree`,
  * `getCurrentRunTree()`, `traceable`, `setContextVariable`), with tracing off, as LangChain's own
- * would be. A tracer can take part, and LangChain's own method runs, when the config's callbacks
- * hold one (OBSERVABILITY_BACKEND=langsmith, or one an agent adds), when the runnable runs inside a
- * LangSmith run with tracing on, or when LangChain's tracing variables are set in the environment
+ * would be. A runnable that asks for no root run (LangChain's stream iterators) gets what LangChain
+ * gives it without a tracer: a context holding only the context variables. A tracer can take part,
+ * and LangChain's own method runs, when the config's callbacks hold one
+ * (OBSERVABILITY_BACKEND=langsmith, or one an agent adds), when the runnable runs inside a LangSmith
+ * run with tracing on, or when LangChain's tracing variables are set in the environment
  * (`tracingFromEnvironment`; LangChain would then add a tracer itself).
  *
  * This replaces a method of a process-wide singleton, once per process: every LangChain run in the
@@ -65,20 +67,21 @@ export function installUntracedRunContext(options: UntracedRunContextOptions): v
   const containers = containerFields(template);
 
   installed = function runWithConfig(this: unknown, config, callback, avoidCreatingRootRunTree) {
-    if (avoidCreatingRootRunTree || tracerAmong((config as { callbacks?: unknown } | undefined)?.callbacks)) {
-      return original.call(this, config, callback, avoidCreatingRootRunTree);
-    }
+    if (tracerAmong((config as { callbacks?: unknown } | undefined)?.callbacks)) return original.call(this, config, callback, avoidCreatingRootRunTree);
     const store = storage();
     const previous = store.getStore() as Record<string | symbol, unknown> | undefined;
     const tracing = (previous?.tracingEnabled as boolean | undefined) ?? options.tracingFromEnvironment;
     if (tracing) return original.call(this, config, callback, avoidCreatingRootRunTree);
+    const contextVariables = previous?.[CONTEXT_VARIABLES_KEY];
+    // Asked for no root run (LangChain's stream iterators): the context holds only the context variables.
+    if (avoidCreatingRootRunTree) return store.run(contextVariables === undefined ? undefined : { [CONTEXT_VARIABLES_KEY]: contextVariables }, callback);
     const carrier = Object.create(template) as Record<string | symbol, unknown>;
     for (const key of containers) {
       const value = template[key];
       carrier[key] = Array.isArray(value) ? [...(value as unknown[])] : { ...(value as object) };
     }
     (carrier.extra as Record<symbol, unknown>)[CHILD_CONFIG_KEY] = config;
-    if (previous?.[CONTEXT_VARIABLES_KEY] !== undefined) carrier[CONTEXT_VARIABLES_KEY] = previous[CONTEXT_VARIABLES_KEY];
+    if (contextVariables !== undefined) carrier[CONTEXT_VARIABLES_KEY] = contextVariables;
     return store.run(carrier, callback);
   };
   provider.runWithConfig = installed;

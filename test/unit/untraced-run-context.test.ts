@@ -3,6 +3,7 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
+import { CallbackManager } from "@langchain/core/callbacks/manager";
 import { getContextVariable, setContextVariable } from "@langchain/core/context";
 import { AIMessage } from "@langchain/core/messages";
 import { RunnableLambda } from "@langchain/core/runnables";
@@ -100,4 +101,45 @@ test("installed: a tracer among the callbacks, a traced parent run or tracing by
   installUntracedRunContext({ tracingFromEnvironment: true });
   assert.ok(Object.hasOwn(storeDuring({}), "id"));
   uninstallUntracedRunContext();
+});
+
+test("installed: a runnable that asks for no root run gets LangChain's own context: only the context variables", async () => {
+  const storage = AsyncLocalStorageProviderSingleton.getInstance();
+  const during = () => AsyncLocalStorageProviderSingleton.runWithConfig({ configurable: { x: 1 } }, () => storage.getStore(), true);
+  const contexts = async () => {
+    const withVariable = RunnableLambda.from(() => {
+      setContextVariable("answer", 42);
+      return during();
+    });
+    return { outside: during(), inside: (await withVariable.invoke({})) as unknown };
+  };
+  // LangChain configures a callback manager only to look for a tracer: what the short path skips.
+  const manager = CallbackManager as unknown as { _configureSync: (...args: unknown[]) => unknown };
+  const configure = manager._configureSync;
+  let configured = 0;
+  manager._configureSync = function (...args: unknown[]) {
+    configured++;
+    return configure.apply(this, args);
+  };
+  try {
+    const own = await contexts();
+    configured = 0;
+    during();
+    assert.equal(configured, 1);
+
+    installUntracedRunContext({ tracingFromEnvironment: false });
+    const short = await contexts();
+    configured = 0;
+    during();
+    assert.equal(configured, 0);
+
+    assert.equal(own.outside, undefined);
+    assert.equal(short.outside, undefined);
+    const variables = Symbol.for("lc:context_variables");
+    assert.deepEqual(own.inside, { [variables]: { answer: 42 } });
+    assert.deepEqual(short.inside, { [variables]: { answer: 42 } });
+  } finally {
+    manager._configureSync = configure;
+    uninstallUntracedRunContext();
+  }
 });
