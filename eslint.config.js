@@ -53,6 +53,19 @@ export default defineConfig(
     },
   },
   {
+    // An object literal's getter or setter is a new closure each time the literal is evaluated, and
+    // gives each object a map of its own; on a request path V8 (Node 20) then keeps the request's
+    // garbage alive through young collections (docs/performance.md). Use a class's accessors.
+    files: ["src/**"],
+    ignores: ["src/client/**", "src/ui/public/**"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        { selector: "ObjectExpression > Property[kind=/^(get|set)$/]", message: "No getters or setters in object literals: use a class (see RequestInput in src/http/mount-operations.ts)." },
+      ],
+    },
+  },
+  {
     // The client is published on its own (package.json "exports"): it must not pull in the service.
     files: ["src/client/**"],
     rules: {

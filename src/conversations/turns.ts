@@ -39,6 +39,19 @@ export interface RunStream {
   readonly finished: boolean;
 }
 
+/** A run's events, and whether the run itself finished (set by the events as they end). A class: see RequestInput in http/mount-operations.ts. */
+class TurnStream implements RunStream {
+  finished = false;
+  readonly events: AsyncGenerator<StreamEvent, void, undefined>;
+
+  constructor(
+    readonly run: PreparedRun,
+    events: (progress: { finished: boolean }) => AsyncGenerator<StreamEvent, void, undefined>,
+  ) {
+    this.events = events(this);
+  }
+}
+
 export interface TurnDependencies {
   readonly conversations: ConversationService;
   /** CONVERSATION_MAX_MESSAGES: a full conversation takes no new run. */
@@ -116,14 +129,7 @@ export class Turns {
         return locked.release();
       },
     };
-    const progress = { finished: false };
-    return {
-      run,
-      events: this.events(run, held, tokens, progress),
-      get finished() {
-        return progress.finished;
-      },
-    };
+    return new TurnStream(run, (progress) => this.events(run, held, tokens, progress));
   }
 
   private async *events(

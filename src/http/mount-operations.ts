@@ -8,7 +8,7 @@ import { ApiError } from "./api-error.ts";
 import { serveResumable, writeReplay } from "./resumable-stream.ts";
 import { documentedPath, expressPath, isStream, pathParameters, type HandlerOf, type JsonOperation, type Operation, type OperationInput } from "./operation.ts";
 import { bodyWithQuery, parseBody, parseQuery } from "./parse-input.ts";
-import { principalOf, runOf, scopeOf } from "./request-scope.ts";
+import { principalOf, runOf, scopeOf, type RequestScope } from "./request-scope.ts";
 import { writeEventStream, type StreamSettings } from "./event-stream.ts";
 import { idempotencyKeyOf, REPLAYED_HEADER, type IdempotentRequests } from "./idempotency.ts";
 
@@ -35,7 +35,48 @@ function paramNames(operation: Operation): readonly string[] {
   return names;
 }
 
-/** The parsed request as the operation's handler sees it. */
+/**
+ * The parsed request as the operation's handler sees it. A class, not an object literal: the
+ * principal and the run are read lazily (the public probes have neither), and a literal's getters
+ * are new closures for every request, which gives every such object a map of its own. V8 (Node 20)
+ * keeps those maps, and through them `res` and all the request's garbage, alive through young
+ * collections until a full one (docs/performance.md); a class's getters live on its prototype.
+ */
+class RequestInput {
+  readonly scope: RequestScope;
+  readonly logger: RequestScope["logger"];
+  readonly header: (name: string) => string | undefined;
+  readonly announceRun: (runId: string) => void;
+
+  constructor(
+    private readonly res: Response,
+    req: Request,
+    readonly params: Readonly<Record<string, string>>,
+    readonly agent: RegisteredAgent | undefined,
+    readonly sent: unknown,
+    readonly body: unknown,
+    readonly query: unknown,
+  ) {
+    const scope = scopeOf(res);
+    this.scope = scope;
+    this.logger = scope.logger;
+    // Own functions: handlers take them out of the input (`{ announceRun }`) and call them alone.
+    this.header = (name) => req.get(name);
+    this.announceRun = (runId) => {
+      scope.runId = runId;
+      if (!res.headersSent) res.setHeader("X-Run-Id", runId);
+    };
+  }
+
+  get principal(): Principal {
+    return principalOf(this.res);
+  }
+
+  get run(): AbortController {
+    return runOf(this.res);
+  }
+}
+
 function inputOf(operation: Operation, req: Request, res: Response, agentNamed: MountSettings["agentNamed"]): OperationInput<Operation> {
   // The agent first: an unknown agent is answered before the request is looked at.
   let agent: RegisteredAgent | undefined;
@@ -49,26 +90,7 @@ function inputOf(operation: Operation, req: Request, res: Response, agentNamed: 
   const body = operation.body ? parseBody(operation.body.schema, sent) : undefined;
   const params: Record<string, string> = {};
   for (const name of paramNames(operation)) params[name] = String(req.params[name]);
-  return {
-    params,
-    header: (name: string) => req.get(name),
-    announceRun: (runId: string) => {
-      scopeOf(res).runId = runId;
-      if (!res.headersSent) res.setHeader("X-Run-Id", runId);
-    },
-    body,
-    query,
-    sent,
-    agent,
-    get principal(): Principal {
-      return principalOf(res);
-    },
-    get run(): AbortController {
-      return runOf(res);
-    },
-    logger: scopeOf(res).logger,
-    scope: scopeOf(res),
-  } as OperationInput<Operation>;
+  return new RequestInput(res, req, params, agent, sent, body, query) as OperationInput<Operation>;
 }
 
 /** A handler as the mounter calls it; the table's types were checked where the handlers were written. */
