@@ -17,6 +17,22 @@ interface Asked<B> {
   readonly announceRun: (runId: string) => void;
 }
 
+/** A run's stream with its events bound to the run's span (a class, not a per-request prototype: see RequestInput in mount-operations.ts). */
+class SpanBoundStream implements RunStream {
+  constructor(
+    private readonly inner: RunStream,
+    readonly events: RunStream["events"],
+  ) {}
+
+  get run(): RunStream["run"] {
+    return this.inner.run;
+  }
+
+  get finished(): boolean {
+    return this.inner.finished;
+  }
+}
+
 /**
  * Runs and resumes: resolve the conversation, prepare the run, run it under the lock (to the end,
  * or as events), answer. A resume checks what is pending under the lock, so two resumes of one
@@ -56,7 +72,7 @@ export function runHandlers(services: RouteServices): Pick<Handlers, "invoke" | 
     if (!tracing) return started;
     return started.then((stream) => {
       const trace = asked.scope.runTrace!;
-      return Object.create(stream, { events: { value: trace.bindEvents(stream.events) } }) as RunStream;
+      return new SpanBoundStream(stream, trace.bindEvents(stream.events));
     });
   };
 
