@@ -49,12 +49,23 @@ function tracerAmong(callbacks: unknown): boolean {
   return Array.isArray(handlers) && handlers.some((handler: Handler | undefined) => handler?.name === TRACER_NAME);
 }
 
+function isContainer(value: unknown): value is object {
+  return value !== null && typeof value === "object" && (Array.isArray(value) || Object.getPrototypeOf(value) === Object.prototype);
+}
+
 /** A RunTree's fields that are arrays or plain objects, but its LangSmith client (one per process in LangChain's too). */
 function containerFields(template: Record<string, unknown>): string[] {
-  return Object.keys(template).filter((key) => {
-    const value = template[key];
-    return key !== "client" && value !== null && typeof value === "object" && (Array.isArray(value) || Object.getPrototypeOf(value) === Object.prototype);
-  });
+  return Object.keys(template).filter((key) => key !== "client" && isContainer(template[key]));
+}
+
+/** A copy of an array or plain object, and of the arrays and plain objects it holds (`extra.metadata`). */
+function freshCopy(value: object): object {
+  const copy: Record<string | symbol, unknown> = Array.isArray(value) ? ([...value] as never) : { ...value };
+  for (const key of Reflect.ownKeys(copy)) {
+    const inner = copy[key];
+    if (isContainer(inner)) copy[key] = Array.isArray(inner) ? [...(inner as unknown[])] : { ...inner };
+  }
+  return copy;
 }
 
 export function installUntracedRunContext(options: UntracedRunContextOptions): void {
@@ -76,10 +87,7 @@ export function installUntracedRunContext(options: UntracedRunContextOptions): v
     // Asked for no root run (LangChain's stream iterators): the context holds only the context variables.
     if (avoidCreatingRootRunTree) return store.run(contextVariables === undefined ? undefined : { [CONTEXT_VARIABLES_KEY]: contextVariables }, callback);
     const carrier = Object.create(template) as Record<string | symbol, unknown>;
-    for (const key of containers) {
-      const value = template[key];
-      carrier[key] = Array.isArray(value) ? [...(value as unknown[])] : { ...(value as object) };
-    }
+    for (const key of containers) carrier[key] = freshCopy(template[key] as object);
     (carrier.extra as Record<symbol, unknown>)[CHILD_CONFIG_KEY] = config;
     if (contextVariables !== undefined) carrier[CONTEXT_VARIABLES_KEY] = contextVariables;
     return store.run(carrier, callback);

@@ -72,6 +72,7 @@ test("installed: nodes see their config, a RunTree with tracing off, traceable, 
   const [first, second] = seen as [Seen, Seen];
   assert.notEqual(first.runTree.child_runs, second.runTree.child_runs);
   assert.notEqual(first.runTree.extra, second.runTree.extra);
+  assert.notEqual(first.runTree.extra.metadata, second.runTree.extra.metadata);
   assert.deepEqual(Object.getPrototypeOf(first.runTree).child_runs, []);
   for (const step of seen) {
     for (const key in step.runTree) {
