@@ -44,7 +44,6 @@ function paramNames(operation: Operation): readonly string[] {
  */
 class RequestInput {
   readonly scope: RequestScope;
-  readonly logger: RequestScope["logger"];
   readonly header: (name: string) => string | undefined;
   readonly announceRun: (runId: string) => void;
 
@@ -59,13 +58,16 @@ class RequestInput {
   ) {
     const scope = scopeOf(res);
     this.scope = scope;
-    this.logger = scope.logger;
     // Own functions: handlers take them out of the input (`{ announceRun }`) and call them alone.
     this.header = (name) => req.get(name);
     this.announceRun = (runId) => {
       scope.runId = runId;
       if (!res.headersSent) res.setHeader("X-Run-Id", runId);
     };
+  }
+
+  get logger(): RequestScope["logger"] {
+    return this.scope.logger;
   }
 
   get principal(): Principal {

@@ -1,4 +1,4 @@
-import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
+import { _CONTEXT_VARIABLES_KEY as CONTEXT_VARIABLES_KEY, AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 
 /**
  * LangChain keeps the config of the runnable being run in AsyncLocalStorage, where
@@ -32,9 +32,8 @@ export interface UntracedRunContextOptions {
 
 type RunWithConfig = (config: unknown, callback: () => unknown, avoidCreatingRootRunTree?: boolean) => unknown;
 
-/** Where LangChain puts a runnable's config in its RunTree's `extra`, and its context variables. */
+/** Where LangChain puts a runnable's config in its RunTree's `extra` (not exported by LangChain). */
 const CHILD_CONFIG_KEY = Symbol.for("lc:child_config");
-const CONTEXT_VARIABLES_KEY = Symbol.for("lc:context_variables");
 const TRACER_NAME = "langchain_tracer";
 
 const provider = AsyncLocalStorageProviderSingleton as unknown as { runWithConfig: RunWithConfig; getInstance(): { getStore(): unknown; run(store: unknown, callback: () => unknown): unknown } };
@@ -58,13 +57,10 @@ function containerFields(template: Record<string, unknown>): string[] {
   return Object.keys(template).filter((key) => key !== "client" && isContainer(template[key]));
 }
 
-/** A copy of an array or plain object, and of the arrays and plain objects it holds (`extra.metadata`). */
-function freshCopy(value: object): object {
+/** A copy of an array or plain object, and (`depth` levels down) of the arrays and plain objects it holds (`extra.metadata`). */
+function freshCopy(value: object, depth = 1): object {
   const copy: Record<string | symbol, unknown> = Array.isArray(value) ? ([...value] as never) : { ...value };
-  for (const key of Reflect.ownKeys(copy)) {
-    const inner = copy[key];
-    if (isContainer(inner)) copy[key] = Array.isArray(inner) ? [...(inner as unknown[])] : { ...inner };
-  }
+  if (depth > 0) for (const key of Reflect.ownKeys(copy)) if (isContainer(copy[key])) copy[key] = freshCopy(copy[key], depth - 1);
   return copy;
 }
 

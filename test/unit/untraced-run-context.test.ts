@@ -7,7 +7,7 @@ import { CallbackManager } from "@langchain/core/callbacks/manager";
 import { getContextVariable, setContextVariable } from "@langchain/core/context";
 import { AIMessage } from "@langchain/core/messages";
 import { RunnableLambda } from "@langchain/core/runnables";
-import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
+import { _CONTEXT_VARIABLES_KEY, AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 import { getConfig, MessagesAnnotation, StateGraph } from "@langchain/langgraph";
 import { MemorySaver } from "@langchain/langgraph-checkpoint";
 import { isRunTree, type RunTree } from "langsmith/run_trees";
@@ -136,9 +136,8 @@ test("installed: a runnable that asks for no root run gets LangChain's own conte
 
     assert.equal(own.outside, undefined);
     assert.equal(short.outside, undefined);
-    const variables = Symbol.for("lc:context_variables");
-    assert.deepEqual(own.inside, { [variables]: { answer: 42 } });
-    assert.deepEqual(short.inside, { [variables]: { answer: 42 } });
+    assert.deepEqual(own.inside, { [_CONTEXT_VARIABLES_KEY]: { answer: 42 } });
+    assert.deepEqual(short.inside, { [_CONTEXT_VARIABLES_KEY]: { answer: 42 } });
   } finally {
     manager._configureSync = configure;
     uninstallUntracedRunContext();
