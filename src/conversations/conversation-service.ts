@@ -117,24 +117,15 @@ export class ConversationService {
   /**
    * Run `work` on the conversation, one request at a time, and settle it before the caller answers,
    * so the caller's next request never finds its own conversation busy. A conversation the request
-   * itself created needs no lock: its thread id is a fresh random one that nobody can name until
-   * this answer carries it, and the work settles before that.
+   * itself created is locked too: its thread id is fresh, but the conversation list shows it as soon
+   * as the run stores its input, and a run or an append on it must then wait for this run.
    */
   async withConversation<T>(conversation: Conversation, run: AbortController, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    const held = conversation.created ? this.unshared(run.signal) : await this.hold(conversation, run);
+    const held = await this.hold(conversation, run);
     try {
       return await work(held.signal);
     } finally {
       await held.release();
     }
-  }
-
-  /** A conversation nobody else can address yet: watched like any run, without a lock. */
-  private unshared(signal: AbortSignal): HeldConversation {
-    const settled = this.deps.runs.watch(signal);
-    return {
-      signal,
-      release: async () => settled(),
-    };
   }
 }
