@@ -141,10 +141,13 @@ export function queryCount(min: number) {
     .pipe(z.number().min(min, { error: rule }));
 }
 
+/** The largest history page a caller may ask for; HISTORY_MAX_PAGE_SIZE may lower what it gets. */
+export const HISTORY_MAX_LIMIT = 1000;
+
 /**
  * A history read: `thread_id` is required (a user id alone selects nothing); an empty user_id counts
- * as omitted; limit is at least 1 (the page size rules cap it); offset at least 0. Other parameters
- * are ignored.
+ * as omitted; limit is 1 to 1000, as the spec says (HISTORY_MAX_PAGE_SIZE then caps it silently, as
+ * the original service did); offset at least 0. Other parameters are ignored.
  */
 export const historyQuerySchema = z.object({
   thread_id: queryText(THREAD_REQUIRED)
@@ -157,8 +160,9 @@ export const historyQuerySchema = z.object({
     .transform((value) => value || undefined)
     .describe("Trusted callers: any user. Token users: omit or their own id."),
   limit: queryCount(1)
+    .pipe(z.number().max(HISTORY_MAX_LIMIT, { error: `must be an integer from 1 to ${HISTORY_MAX_LIMIT}` }))
     .optional()
-    .describe("Page size (default 100); a larger one is capped at 1000, or at HISTORY_MAX_PAGE_SIZE when set."),
+    .describe(`Page size, 1 to ${HISTORY_MAX_LIMIT} (default 100); one above HISTORY_MAX_PAGE_SIZE, when set, is capped to it.`),
   offset: queryCount(0).optional().describe("Messages to skip (default 0)."),
 });
 export type HistoryQuery = z.output<typeof historyQuerySchema>;

@@ -1,14 +1,14 @@
 import { ownerConfigurable } from "../checkpoints/conversation-owner-key.ts";
 import { appendMessages, clearHistory, conversationHead, readHistoryPage } from "../checkpoints/history.ts";
 import type { MessageInput } from "../contract/messages.ts";
+import { HISTORY_MAX_LIMIT } from "../contract/requests.ts";
 import type { HistoryPage } from "../contract/responses.ts";
 import { pendingInterrupts } from "../runs/interrupts.ts";
 import { toChatMessage, toStoredMessage } from "../runs/message-mapping.ts";
 import type { Conversation, ConversationService } from "./conversation-service.ts";
 
-/** The default page, and the largest a caller may ask for unless HISTORY_MAX_PAGE_SIZE lowers it. */
+/** The default page; the largest is HISTORY_MAX_LIMIT (the query refuses more) unless HISTORY_MAX_PAGE_SIZE lowers it. */
 const DEFAULT_PAGE_SIZE = 100;
-const MAX_PAGE_SIZE = 1000;
 
 export interface HistoryDependencies {
   readonly conversations: ConversationService;
@@ -23,12 +23,12 @@ export class ConversationHistory {
   private readonly maxPage: number;
 
   constructor(private readonly deps: HistoryDependencies) {
-    this.maxPage = deps.maxPageSize ?? MAX_PAGE_SIZE;
+    this.maxPage = deps.maxPageSize ?? HISTORY_MAX_LIMIT;
   }
 
   /**
-   * Messages [offset, offset + limit): the limit defaults to 100 and a larger one is capped to the
-   * maximum page, as the original service did. Reads take no lock: they see the latest committed
+   * Messages [offset, offset + limit): the limit defaults to 100 (the query has kept it within 1 to
+   * 1000) and one above HISTORY_MAX_PAGE_SIZE is capped to it, as the original service did. Reads take no lock: they see the latest committed
    * checkpoint. Stored messages carry no run id and no feedback proof. The first page (offset 0) of
    * a conversation paused on interrupts also lists them, so a reader can show what the run asks.
    */

@@ -43,7 +43,7 @@ test("token users read, append and clear only their own conversations", async ()
   assert.equal((await call(service, "GET", "/history?thread_id=t", undefined, null)).status, 401);
 });
 
-test("HISTORY_MAX_PAGE_SIZE lowers the maximum and the default page; a larger limit is capped to it", async () => {
+test("HISTORY_MAX_PAGE_SIZE lowers the maximum and the default page; a larger limit is capped to it, one above 1000 is still 422", async () => {
   const messages = Array.from({ length: 60 }, (_, i) => ({ type: "human", content: `m${i}` }));
   assert.equal((await call(service, "POST", "/history/add_messages", { thread_id: "long", messages }, users.alice)).status, 201);
   const res = await call(service, "GET", "/history?thread_id=long&offset=0&limit=100", undefined, users.alice);
@@ -57,6 +57,11 @@ test("HISTORY_MAX_PAGE_SIZE lowers the maximum and the default page; a larger li
   };
   assert.equal(page.messages.length, 50);
   assert.equal(page.next_offset, 50);
+  const most = (await (await call(service, "GET", "/history?thread_id=long&limit=1000", undefined, users.alice)).json()) as { messages: unknown[] };
+  assert.equal(most.messages.length, 50, "1000 is within the spec's range, then capped");
+  const refused = await call(service, "GET", "/history?thread_id=long&limit=1001", undefined, users.alice);
+  assert.equal(refused.status, 422);
+  assert.equal(((await refused.json()) as { error_code: string }).error_code, "validation_failed");
 });
 
 test("a conversation written before the message store (its list inline) reads, continues, and is then stored once", async () => {
