@@ -58,7 +58,7 @@ export function classifyRunError(error: unknown, abortReason?: unknown, choices:
       case "shutdown":
         return new ServiceError("shutting_down");
       case "client_disconnected":
-        return new ServiceError("run_failed", { detail: "The client disconnected; the run was stopped." });
+        return new ServiceError("client_disconnected");
       case "cancelled":
         return new ServiceError("run_cancelled");
     }

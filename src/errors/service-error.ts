@@ -22,6 +22,7 @@ const SERVICE_ERROR_KINDS = {
   interrupt_not_pending: "refusal",
   recursion_limit_requested: "refusal",
   run_cancelled: "refusal",
+  client_disconnected: "refusal",
   run_events_not_found: "refusal",
   model_rate_limited: "refusal",
   idempotency_in_progress: "refusal",

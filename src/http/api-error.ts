@@ -108,6 +108,13 @@ export const errorCatalogue = {
   no_pending_interrupt: { status: 409, code: "no_pending_interrupt", detail: "The conversation has no pending interrupt to resume." },
   interrupt_not_pending: { status: 409, code: "interrupt_not_pending", detail: "The named interrupt is not pending in this conversation." },
   run_cancelled: { status: 409, code: "run_cancelled", detail: "The run was cancelled (POST /cancel) before it finished; completed steps stay in the conversation." },
+  client_disconnected: {
+    // nginx's "client closed request": the client left before its answer, so nobody reads this one;
+    // it names the outcome in the request's log line, metrics and trace.
+    status: 499,
+    code: "client_disconnected",
+    detail: "The client closed the connection before the answer; the run was stopped.",
+  },
   run_events_not_found: {
     status: 404,
     code: "run_events_not_found",

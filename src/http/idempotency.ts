@@ -23,6 +23,11 @@ import { toApiError } from "./error-answer.ts";
  * retry runs. A history append and a feedback keep only their successes: their one write either
  * happened or did not. A claim whose request died with its worker runs out after REQUEST_TIMEOUT plus
  * a margin. Kept answers expire after IDEMPOTENCY_TTL.
+ *
+ * A client that leaves does not stop work that has a key (mount-operations sets the request's
+ * `outlives`): the run goes on to its end within REQUEST_TIMEOUT and its answer is kept, so the
+ * retry the client sends once it reconnects gets 409 `idempotency_in_progress` while it runs and
+ * then the answer, never a stop the client caused itself.
  */
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
 export const REPLAYED_HEADER = "Idempotent-Replayed";

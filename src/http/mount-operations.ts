@@ -124,9 +124,16 @@ function serve(id: string, operation: Operation, handler: AnyHandler, settings: 
       const { principal, agent, sent, logger, scope } = input;
       const executed = () => scope.runExecuted === true;
       const runId = () => scope.runId;
-      const once = await settings.idempotency.answer(key, { operation: id, principal, agent, sent, logger, executed, runId }, async () => {
+      const answering = settings.idempotency.answer(key, { operation: id, principal, agent, sent, logger, executed, runId }, async () => {
         return (await handler(input)) as { status: number; body: unknown };
       });
+      // The answer is kept for the key, so the work goes on if the client leaves (within the
+      // deadline, holding its slot): the retry the key exists for then gets it instead of a stop.
+      scope.outlives ??= answering.then(
+        () => undefined,
+        () => undefined,
+      );
+      const once = await answering;
       if (once.replayed) {
         // The first run's id, as on its own answer (every run response names its run).
         if (once.runId !== null) input.announceRun(once.runId);

@@ -14,7 +14,8 @@ export interface RequestScope {
   /** The run's one controller: admission aborts it at the deadline or a disconnect, the conversation service when its lock is lost. */
   run?: AbortController;
   /**
-   * Set by a resumable stream: its run goes on when the client leaves, until this settles; admission
+   * Set by work whose outcome is kept for a later request (a resumable stream's record, an answer
+   * kept for an Idempotency-Key): it goes on when the client leaves, until this settles; admission
    * keeps the slot and the deadline until then instead of stopping the run.
    */
   outlives?: Promise<void>;

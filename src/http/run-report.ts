@@ -10,9 +10,10 @@ import { toApiError } from "./error-answer.ts";
 
 /** How the HTTP layer accounts for runs: the runs counter by outcome, tokens, and a log line per failure. */
 
-/** Log a failed run without its error text leaking into the response. */
+/** Log a run that did not end with its answer, without its error text leaking into the response. */
 export function logRunFailure(logger: Logger, failure: RunFailure, error: ApiError): void {
-  const level = error.status >= 500 && error.errorCode !== "request_timeout" ? "error" : "warn";
+  // A client that left is not a failure of the service; a deadline is an expected outcome.
+  const level = error.errorCode === "client_disconnected" ? "info" : error.status >= 500 && error.errorCode !== "request_timeout" ? "error" : "warn";
   const { run } = failure;
   logger[level](
     { run_id: run.runId, agent: run.agent.name, error_code: error.errorCode, cause_type: (failure.cause as Error | undefined)?.name },

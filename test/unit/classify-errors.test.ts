@@ -30,7 +30,7 @@ test("a run's abort reason decides, whatever the graph threw for it", () => {
     deadline: { status: 504, code: "request_timeout" },
     lock_lost: { status: 503, code: "lock_unavailable" },
     shutting: { status: 503, code: "shutting_down" },
-    client_disconnected: { status: 500, code: "run_failed" },
+    client_disconnected: { status: 499, code: "client_disconnected" },
   } as const;
   for (const error of thrown) {
     for (const reason of ["deadline", "lock_lost", "shutdown", "client_disconnected"] as const) {
@@ -40,7 +40,7 @@ test("a run's abort reason decides, whatever the graph threw for it", () => {
     }
   }
   assert.match(run(undefined, new RunAborted("lock_lost")).detail, /lock was lost during the run/);
-  assert.match(run(undefined, new RunAborted("client_disconnected")).detail, /client disconnected/);
+  assert.match(run(undefined, new RunAborted("client_disconnected")).detail, /client closed the connection/);
 });
 
 test("an abort reason that is not RunAborted is ignored", () => {

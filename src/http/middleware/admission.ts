@@ -49,7 +49,7 @@ export function admission(runtime: Runtime, isControl: (req: Request) => boolean
       release();
     };
     res.on("close", () => {
-      // A resumable stream's run outlives its response (within the deadline).
+      // Work kept for a later request (a resumable stream, an idempotent answer) outlives its response (within the deadline).
       if (scope.outlives) scope.outlives.then(settle, settle);
       else settle();
     });

@@ -5,6 +5,9 @@ import { routeTemplate, type RequestScope } from "../request-scope.ts";
 
 export const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
+/** The status a request closed before its answer is logged and counted with (nginx's "client closed request"). */
+const CLIENT_CLOSED = 499;
+
 /**
  * A request id, a child logger, the request's span (tracing on), and one JSON log line when the
  * response closes, with the error_code, run id and trace id when there are.
@@ -25,23 +28,26 @@ export function requestContext(runtime: Runtime): RequestHandler {
     res.on("close", () => {
       const route = routeTemplate(req, scope);
       const seconds = (performance.now() - started) / 1000;
+      // Closed before a byte of the answer: the client left (nginx's 499), whatever a late answer would have said.
+      const status = res.headersSent ? res.statusCode : CLIENT_CLOSED;
+      const errorCode = res.headersSent ? scope.errorCode : "client_disconnected";
       metrics.activeRequests.dec();
-      metrics.httpRequests.inc({ route, method: req.method, status: res.statusCode });
+      metrics.httpRequests.inc({ route, method: req.method, status });
       metrics.httpDuration.observe({ route, method: req.method }, seconds);
       scope.logger.info(
         {
           method: req.method,
           route,
-          status: res.statusCode,
+          status,
           duration_ms: Math.round(seconds * 10_000) / 10,
           agent: scope.agent,
-          error_code: scope.errorCode,
+          error_code: errorCode,
           run_id: scope.runId,
           completed: res.writableFinished,
         },
         "request",
       );
-      span?.end({ route, method: req.method, status: res.statusCode, errorCode: scope.errorCode, runId: scope.runId });
+      span?.end({ route, method: req.method, status, errorCode, runId: scope.runId });
     });
     if (span) span.within(next);
     else next();
