@@ -1,4 +1,4 @@
-import express, { type Express } from "express";
+import express, { type Express, type Request } from "express";
 import { ConversationService } from "../conversations/conversation-service.ts";
 import { ConversationHistory } from "../conversations/history.ts";
 import { ConversationList } from "../conversations/thread-list.ts";
@@ -33,6 +33,9 @@ export interface AppOptions {
 
 /** The JSON parser reads no body on GET and HEAD (bodyDeadline closes such a connection after the answer). */
 const readsBody = (req: { method?: string }) => req.method !== "GET" && req.method !== "HEAD";
+
+/** The largest body a control request (POST /cancel: a thread id and a user) may send; 413 beyond. */
+export const CONTROL_MAX_BYTES = 16 * 1024;
 
 /** The conversation services the routes call, over the runtime's registry, locks and storage. */
 function routeServices(runtime: Runtime): RouteServices {
@@ -70,8 +73,11 @@ function answerThread(conversations: ConversationService): ConstructorParameters
 /**
  * The Express application, without listening. Order matters: CORS preflights (CORS_ALLOW_ORIGINS)
  * are answered first; every request's body is bounded in time; probes and the reference are public;
- * everything after `authenticate` needs a bearer token; admission takes a worker slot (POST /cancel
- * one of its own small reserve) before any body is read. The operations come from the route table
+ * everything after `authenticate` needs a bearer token; admission takes a worker slot before any body
+ * is read, so a worker holds at most REQUEST_MAX_CONCURRENT bodies of up to REQUEST_MAX_BYTES. A
+ * control request (POST /cancel) is the exception: its small body (CONTROL_MAX_BYTES) is read first,
+ * and only then does it take a slot of its own small reserve, so clients that send half a cancel and
+ * stall hold a connection each but never the reserve. The operations come from the route table
  * (operations.ts); each path answers a method it does not serve with 405 (public ones before
  * authentication).
  */
@@ -115,7 +121,9 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): Express {
   app.use(mountOperations(operations, handlers, settings, "public"));
   app.use(refuseOtherMethods(docsRoutes()));
   app.use(authenticate(runtime));
-  app.use(admission(runtime, requestMatcher(Object.values<Operation>(operations).filter((operation) => operation.control))));
+  const isControl = requestMatcher(Object.values<Operation>(operations).filter((operation) => operation.control));
+  app.use(express.json({ limit: CONTROL_MAX_BYTES, type: (req) => readsBody(req) && isControl(req as Request), strict: true }));
+  app.use(admission(runtime, isControl));
   // Bodies are JSON whatever the Content-Type says, so `curl -d` works without a header.
   app.use(express.json({ limit: runtime.config.REQUEST_MAX_BYTES, type: readsBody, strict: true }));
   app.use(mountOperations(operations, handlers, settings, "authenticated"));

@@ -5,7 +5,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
 import { parseSse } from "../helpers/streams.ts";
-import { waitFor } from "../helpers/raw-http.ts";
+import { RawClient, waitFor } from "../helpers/raw-http.ts";
 import { eventsOf, parseSseFrames, readUntil } from "../helpers/run-streams.ts";
 
 const AGENTS = JSON.stringify(["./test/fixtures/run-control-agents.ts:stepsAgent"]);
@@ -241,5 +241,28 @@ describe("cancel on a full worker", () => {
     assert.equal(unauthenticated.status, 401);
     const huge = await call(service, "POST", "/steps-agent/cancel", { thread_id: "full-1", padding: "x".repeat(100_000) });
     assert.equal(huge.status, 413);
+    // A cancel's body is small: beyond 16 KiB it is refused, whatever REQUEST_MAX_BYTES allows.
+    const large = await call(service, "POST", "/steps-agent/cancel", { thread_id: "full-1", padding: "x".repeat(20_000) });
+    assert.equal(large.status, 413);
+  });
+
+  test("cancels whose bodies never finish arriving hold no slot of the reserve", async () => {
+    const inFlight = async () => (await service.runtime.metrics.activeRequests.get()).values[0]?.value ?? 0;
+    const before = await inFlight();
+    const stalled = await Promise.all(Array.from({ length: 12 }, () => RawClient.connect(service.url)));
+    for (const client of stalled) {
+      client.write(
+        `POST /steps-agent/cancel HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_TOKEN}\r\n` +
+          'Content-Type: application/json\r\nContent-Length: 40\r\n\r\n{"thread_id":',
+      );
+    }
+    await waitFor(async () => (await inFlight()) === before + 12, "the twelve half-sent cancels received");
+    assert.equal(service.runtime.controlAdmission.activeCount, 0);
+
+    const cancel = await call(service, "POST", "/steps-agent/cancel", { thread_id: "full-2" });
+    assert.equal(cancel.status, 200);
+    assert.deepEqual(await cancel.json(), { thread_id: "full-2", cancelled: false, run_id: null });
+    for (const client of stalled) client.destroy();
+    await waitFor(async () => (await inFlight()) === before, "the stalled connections gone");
   });
 });

@@ -8,7 +8,8 @@ import { scopeOf } from "../request-scope.ts";
  * Takes one of the worker's REQUEST_MAX_CONCURRENT slots before the body is read, and starts the
  * request's deadline. A control request (`isControl`: the table's `control` operations, POST
  * /cancel) takes a slot of the worker's own small reserve instead (runtime.controlAdmission), so a
- * stop button gets through while the runs it would stop fill the worker. Slot, deadline timer and
+ * stop button gets through while the runs it would stop fill the worker; its small body has been
+ * read by then (app.ts), so a stalled body never holds the reserve. Slot, deadline timer and
  * disconnect listener are all released when the response closes, however it ends; at the deadline a
  * response still unread is closed by force.
  */
