@@ -9,6 +9,7 @@ import { AgentClient, AgentClientError, type FetchLike } from "../client/index.t
 import { toBrowserError } from "./browser-view.ts";
 import { ChatApi, chatRequest, clearRequest, cancelRequest, decodedBytes, feedbackRequest } from "./chat-api.ts";
 import { DEFAULT_MAX_ATTACHMENTS, DEFAULT_MAX_UPLOAD_BYTES, type ChatUiConfig } from "../config/chat-ui.ts";
+import { AllowedHosts, type HostAndPort } from "./allowed-hosts.ts";
 import { AnswerRelays } from "./answer-relay.ts";
 import { FeedbackTokens } from "./feedback-tokens.ts";
 
@@ -100,9 +101,13 @@ export function createChatServer(config: ChatUiConfig, options: ChatServerOption
   const relays = new AnswerRelays(options.reconnectGraceMs ?? 15_000, ANSWER_KEEP_MS);
   const api = new ChatApi(client, config.userId, new FeedbackTokens(), relays);
   const limits = new PageLimits(config.maxAttachments, config.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES);
+  const hosts = new AllowedHosts(config.host, config.allowedHosts);
   return createServer((req, res) => {
     for (const [header, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(header, value);
-    route(api, limits, req, res).catch((error: unknown) => fail(res, error));
+    // Before anything else, static files included: a DNS-rebinding site gets not even the page.
+    const host = hosts.hostOf(req);
+    if (host === undefined) return refuseHost(res);
+    route(api, limits, hosts, host, req, res).catch((error: unknown) => fail(res, error));
   });
 }
 
@@ -132,7 +137,25 @@ export async function startChatServer(
   };
 }
 
-async function route(api: ChatApi, pageLimits: PageLimits, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/**
+ * 421 Misdirected Request: this server does not serve the name the request was sent to. The body says
+ * which setting adds a name, never echoing the header (it may be anything).
+ */
+function refuseHost(res: ServerResponse): void {
+  const message =
+    "This chat page does not answer under the host name this request was sent to. " +
+    "Open it as localhost or 127.0.0.1, or add the name to CHAT_UI_ALLOWED_HOSTS.";
+  sendJson(res, 421, { error: { message, kind: "request", status: 421, error_code: "host_not_allowed", retry_after: null } });
+}
+
+async function route(
+  api: ChatApi,
+  pageLimits: PageLimits,
+  hosts: AllowedHosts,
+  host: HostAndPort,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const limits = pageLimits.current;
   const url = new URL(req.url ?? "/", "http://chat-ui.invalid");
   const method = req.method ?? "GET";
@@ -162,7 +185,7 @@ async function route(api: ChatApi, pageLimits: PageLimits, req: IncomingMessage,
     }
   }
   if (method === "POST" && url.pathname.startsWith("/api/")) {
-    checkSameOrigin(req);
+    checkSameOrigin(req, hosts, host);
     const body = await readJson(req, Math.ceil((limits.max_upload_bytes * 4) / 3) + BODY_OVERHEAD_BYTES);
     switch (url.pathname) {
       case "/api/chat":
@@ -202,15 +225,13 @@ async function serveFile(res: ServerResponse, file: string, type: string): Promi
 /**
  * The API changes state with the page's token, so only the page itself may call it: a JSON content
  * type (which a cross-site form cannot send without a preflight this server never grants) and, when
- * the browser names one, an Origin equal to this server's.
+ * the browser names one, an Origin equal to this server's (the request's Host, already an allowed name).
  */
-function checkSameOrigin(req: IncomingMessage): void {
+function checkSameOrigin(req: IncomingMessage, hosts: AllowedHosts, host: HostAndPort): void {
   const type = req.headers["content-type"] ?? "";
   if (!/^application\/json\b/i.test(type)) throw new BadRequest("send JSON (content-type: application/json)", 415);
   const origin = req.headers.origin;
-  if (origin !== undefined && origin !== `http://${req.headers.host}` && origin !== `https://${req.headers.host}`) {
-    throw new BadRequest("cross-origin requests are refused", 403);
-  }
+  if (origin !== undefined && !hosts.allowsOrigin(origin, host)) throw new BadRequest("cross-origin requests are refused", 403);
 }
 
 function checkAttachments<T extends { attachments?: { base64: string }[] | undefined }>(input: T, limits: UploadLimits): T {

@@ -2,10 +2,12 @@
 // id, thread), what it gives the browser (no token, user id or proof), how failures reach the
 // browser, and the checks that keep other sites from using its token.
 import assert from "node:assert/strict";
+import { request, type IncomingHttpHeaders } from "node:http";
 import { after, afterEach, before, test } from "node:test";
+import { AllowedHosts, parseHost } from "../../src/ui/allowed-hosts.ts";
 import { FeedbackTokens } from "../../src/ui/feedback-tokens.ts";
 import { startChatServer } from "../../src/ui/server.ts";
-import { waitFor } from "../helpers/raw-http.ts";
+import { RawClient, waitFor } from "../helpers/raw-http.ts";
 import { aiMessage, INFO, sendJson, sseFrame, startScriptedServer, startSse, type ScriptedServer } from "../client/scripted-server.ts";
 
 const TOKEN = "page-token-5e1f";
@@ -321,4 +323,257 @@ test("feedback proofs are bounded: the oldest are forgotten first", () => {
   assert.equal(tokens.lookup("a", "r1"), undefined);
   assert.equal(tokens.lookup("a", "r3"), "p3");
   assert.equal(tokens.lookup("b", "r3"), undefined);
+});
+
+/** One request to a page with the Host header it is given (fetch sets its own), its status and body. */
+function sendAs(
+  url: string,
+  host: string,
+  path: string,
+  options: { method?: string; headers?: Record<string, string>; body?: unknown } = {},
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
+  const { port } = new URL(url);
+  const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port,
+        path,
+        method: options.method ?? "GET",
+        // Node's client would add its own Host next to an empty one.
+        setHost: false,
+        headers: { host, ...(body === undefined ? {} : { "content-type": "application/json" }), ...options.headers },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+const REFUSED_HOST = {
+  error: {
+    message:
+      "This chat page does not answer under the host name this request was sent to. " +
+      "Open it as localhost or 127.0.0.1, or add the name to CHAT_UI_ALLOWED_HOSTS.",
+    kind: "request",
+    status: 421,
+    error_code: "host_not_allowed",
+    retry_after: null,
+  },
+};
+
+function assertRefusedHost(response: { status: number; headers: IncomingHttpHeaders; body: string }, what: string): void {
+  assert.equal(response.status, 421, what);
+  assert.match(response.headers["content-type"] ?? "", /^application\/json/, what);
+  assert.deepEqual(JSON.parse(response.body), REFUSED_HOST, what);
+}
+
+/** Every kind of route: the page itself, a script, the reads, a message, an answer to an approval, a delete. */
+function everyRoute(host: string) {
+  const origin = { origin: `http://${host}` };
+  return [
+    { what: "the page", path: "/" },
+    { what: "a script", path: "/app.js" },
+    { what: "the agents", path: "/api/agents" },
+    { what: "the conversations", path: "/api/threads?agent=chatbot-agent" },
+    { what: "a conversation", path: "/api/history?agent=chatbot-agent&thread_id=t1" },
+    { what: "a follow", path: "/api/chat/follow?stream_id=x" },
+    { what: "a message", path: "/api/chat", method: "POST", headers: origin, body: { agent: "chatbot-agent", thread_id: "t1", message: "Hi" } },
+    { what: "an approval", path: "/api/chat", method: "POST", headers: origin, body: { agent: "chatbot-agent", thread_id: "t1", message: "approve" } },
+    { what: "a stop", path: "/api/cancel", method: "POST", headers: origin, body: { agent: "chatbot-agent", thread_id: "t1" } },
+    { what: "a thumbs up", path: "/api/feedback", method: "POST", headers: origin, body: { agent: "chatbot-agent", run_id: "r", score: 1 } },
+    { what: "a delete", path: "/api/clear", method: "POST", headers: origin, body: { agent: "chatbot-agent", thread_id: "t1" } },
+    { what: "an unknown path", path: "/nope" },
+    { what: "another method", path: "/", method: "DELETE" },
+  ];
+}
+
+test("a DNS-rebinding site is refused on every route, with its own Origin too, and nothing reaches agenthost", async () => {
+  upstream.route("GET /chatbot-agent/threads", (_req, res) => sendJson(res, 200, { threads: [], total: 0, next_offset: null }));
+  upstream.route("GET /chatbot-agent/history", (_req, res) => sendJson(res, 200, { messages: [], total: 0, next_offset: null }));
+  upstream.route("POST /chatbot-agent/cancel", (_req, res) => sendJson(res, 200, { thread_id: "t1", cancelled: false, run_id: null }));
+  upstream.route("DELETE /chatbot-agent/history/clear", (_req, res) => sendJson(res, 200, { status: "success" }));
+  for (const host of ["attacker.example:8501", "attacker.example", "localhost.attacker.example:8501", "127.0.0.1.nip.io:8501"]) {
+    for (const { what, ...options } of everyRoute(host)) assertRefusedHost(await sendAs(page.url, host, options.path, options), `${host}: ${what}`);
+  }
+  assert.equal(upstream.requests.length, 0);
+
+  // The names it is served under answer, with any port (a proxy in front may listen on another).
+  const port = new URL(page.url).port;
+  for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `LocalHost.:${port}`, `[::1]:${port}`, "localhost", "127.0.0.1:9999"]) {
+    const threads = await sendAs(page.url, host, "/api/threads?agent=chatbot-agent");
+    assert.equal(threads.status, 200, host);
+    assert.equal((await sendAs(page.url, host, "/")).status, 200, host);
+    const origin = host.startsWith("LocalHost.") ? `http://localhost.:${port}` : `http://${host}`;
+    const stop = await sendAs(page.url, host, "/api/cancel", { method: "POST", headers: { origin }, body: { agent: "chatbot-agent", thread_id: "t1" } });
+    assert.equal(stop.status, 200, host);
+  }
+  const clear = await sendAs(page.url, `localhost:${port}`, "/api/clear", {
+    method: "POST",
+    headers: { origin: `http://localhost:${port}` },
+    body: { agent: "chatbot-agent", thread_id: "t1" },
+  });
+  assert.equal(clear.status, 200);
+  assert.ok(upstream.requests.some((r) => r.path === "/chatbot-agent/history/clear"));
+});
+
+test("the Origin of a state-changing call must be the page's own: its Host's name and port, an allowed name", async () => {
+  const port = new URL(page.url).port;
+  const stop = (host: string, origin: string) =>
+    sendAs(page.url, host, "/api/cancel", { method: "POST", headers: { origin }, body: { agent: "chatbot-agent", thread_id: "t1" } });
+  upstream.route("POST /chatbot-agent/cancel", (_req, res) => sendJson(res, 200, { thread_id: "t1", cancelled: false, run_id: null }));
+  for (const origin of [
+    "http://attacker.example:8501",
+    `http://attacker.example:${port}`,
+    `http://localhost:${Number(port) + 1}`,
+    `http://127.0.0.1:${port}`,
+    "null",
+    `http://localhost:${port}/`,
+    `ftp://localhost:${port}`,
+    `http://user@localhost:${port}`,
+    "",
+  ]) {
+    const response = await stop(`localhost:${port}`, origin);
+    assert.equal(response.status, 403, origin);
+    assert.equal((JSON.parse(response.body) as { error: { message: string } }).error.message, "cross-origin requests are refused");
+  }
+  assert.equal(upstream.requests.length, 0);
+  for (const [host, origin] of [
+    [`localhost:${port}`, `http://localhost:${port}`],
+    [`localhost:${port}`, `HTTP://LOCALHOST:${port}`],
+    [`localhost:${port}`, `https://localhost:${port}`],
+    ["localhost", "http://localhost"],
+    ["localhost", "https://localhost:443"],
+    ["localhost:80", "http://localhost"],
+  ] as const) {
+    assert.equal((await stop(host, origin)).status, 200, `${host} ${origin}`);
+  }
+});
+
+test("hostile Host values are refused: empty, missing, repeated, very long, odd characters, another target", async () => {
+  for (const host of [
+    "",
+    " ",
+    "x".repeat(300),
+    `${"a.".repeat(4000)}localhost`,
+    "localhost:8501:1",
+    "localhost:abc",
+    "localhost:123456",
+    "user@localhost",
+    "localhost/x",
+    "localhost%2e",
+    "localhost\\",
+    "local host",
+    "l\u00f3calhost",
+    "[::1",
+    "::1",
+    "[localhost]",
+    "[fe80::1%25lo]",
+    "[127.0.0.1]",
+    "127.1",
+    "0x7f.0.0.1",
+    "2130706433",
+    "localhost..",
+    ".localhost",
+    "*",
+    "\t",
+  ]) {
+    assertRefusedHost(await sendAs(page.url, host, "/api/threads?agent=chatbot-agent"), JSON.stringify(host));
+  }
+
+  // Without Host (HTTP/1.0; HTTP/1.1 without one is Node's own 400), with two, or with an absolute
+  // target naming another host; HTTP/1.0 with an allowed Host is served.
+  const raw = async (text: string) => {
+    const client = await RawClient.connect(page.url);
+    try {
+      client.write(text);
+      return await client.response();
+    } finally {
+      client.destroy();
+    }
+  };
+  for (const text of [
+    "GET /api/threads?agent=chatbot-agent HTTP/1.0\r\n\r\n",
+    "GET / HTTP/1.1\r\nHost: localhost\r\nHost: attacker.example\r\nConnection: close\r\n\r\n",
+    "GET http://attacker.example:8501/api/threads?agent=chatbot-agent HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+  ]) {
+    const response = await raw(text);
+    assert.equal(response.status, 421, JSON.stringify(text));
+    assert.deepEqual(JSON.parse(response.body), REFUSED_HOST);
+  }
+  assert.equal((await raw("GET / HTTP/1.1\r\nConnection: close\r\n\r\n")).status, 400);
+  assert.equal((await raw("GET /style.css HTTP/1.0\r\nHost: localhost\r\n\r\n")).status, 200);
+  assert.equal(upstream.requests.length, 0);
+});
+
+test("CHAT_UI_ALLOWED_HOSTS names the page answers under too; the bound address is one", async () => {
+  upstream.route("GET /chatbot-agent/threads", (_req, res) => sendJson(res, 200, { threads: [], total: 0, next_offset: null }));
+  upstream.route("POST /chatbot-agent/cancel", (_req, res) => sendJson(res, 200, { thread_id: "t1", cancelled: false, run_id: null }));
+  const named = await startChatServer(
+    { agenthostUrl: upstream.url, authSecret: TOKEN, userId: USER, host: "127.0.0.1", port: 0, allowedHosts: ["chat.example.test", "::2"] },
+    { reconnectGraceMs: 0 },
+  );
+  try {
+    for (const host of ["chat.example.test:8501", "Chat.Example.Test.", "chat.example.test", "[0:0:0:0:0:0:0:2]:8501"]) {
+      assert.equal((await sendAs(named.url, host, "/api/threads?agent=chatbot-agent")).status, 200, host);
+      assert.equal((await sendAs(named.url, host, "/")).status, 200, host);
+    }
+    const stop = await sendAs(named.url, "chat.example.test:8501", "/api/cancel", {
+      method: "POST",
+      headers: { origin: "http://chat.example.test:8501" },
+      body: { agent: "chatbot-agent", thread_id: "t1" },
+    });
+    assert.equal(stop.status, 200);
+    const before = upstream.requests.length;
+    for (const host of ["other.example.test:8501", "www.chat.example.test", "example.test"]) {
+      assertRefusedHost(await sendAs(named.url, host, "/api/threads?agent=chatbot-agent"), host);
+    }
+    // The page's own name is not a pass for another allowed name's Origin.
+    const crossed = await sendAs(named.url, "chat.example.test:8501", "/api/cancel", {
+      method: "POST",
+      headers: { origin: "http://localhost:8501" },
+      body: { agent: "chatbot-agent", thread_id: "t1" },
+    });
+    assert.equal(crossed.status, 403);
+    assert.equal(upstream.requests.length, before);
+  } finally {
+    await named.close();
+  }
+  // The page in the existing tests is bound to 127.0.0.1; one bound to localhost answers both too.
+  const local = await startChatServer({ agenthostUrl: upstream.url, authSecret: TOKEN, userId: USER, host: "localhost", port: 0 }, { reconnectGraceMs: 0 });
+  try {
+    const port = new URL(local.url).port;
+    assert.equal((await sendAs(local.url, `localhost:${port}`, "/")).status, 200);
+    assertRefusedHost(await sendAs(local.url, `attacker.example:${port}`, "/"), "attacker");
+  } finally {
+    await local.close();
+  }
+});
+
+test("allowed names by listen address: loopback names always, the address itself, any IP address on 0.0.0.0 or ::, names only when listed", () => {
+  const names = (hosts: AllowedHosts, values: string[]) => values.filter((value) => {
+    const host = parseHost(value);
+    return host !== undefined && hosts.allows(host.name);
+  });
+  const candidates = ["localhost", "127.0.0.1", "[::1]", "192.168.1.20", "[fe80::1]", "[::ffff:7f00:1]", "myhost", "chat.example.test", "10.0.0.1"];
+
+  assert.deepEqual(names(new AllowedHosts("127.0.0.1"), candidates), ["localhost", "127.0.0.1", "[::1]"]);
+  assert.deepEqual(names(new AllowedHosts("192.168.1.20"), candidates), ["localhost", "127.0.0.1", "[::1]", "192.168.1.20"]);
+  assert.deepEqual(names(new AllowedHosts("MyHost."), candidates), ["localhost", "127.0.0.1", "[::1]", "myhost"]);
+  assert.deepEqual(names(new AllowedHosts("fe80::0:1"), candidates), ["localhost", "127.0.0.1", "[::1]", "[fe80::1]"]);
+  const everyAddress = ["localhost", "127.0.0.1", "[::1]", "192.168.1.20", "[fe80::1]", "[::ffff:7f00:1]", "10.0.0.1"];
+  assert.deepEqual(names(new AllowedHosts("0.0.0.0"), candidates), everyAddress);
+  assert.deepEqual(names(new AllowedHosts("::"), candidates), everyAddress);
+  assert.deepEqual(names(new AllowedHosts("0.0.0.0", ["chat.example.test"]), candidates), [...everyAddress.slice(0, 6), "chat.example.test", "10.0.0.1"]);
+
+  assert.deepEqual(parseHost("LOCALHOST.:08501"), { name: "localhost", port: "08501" });
+  assert.deepEqual(parseHost("[0:0::1]"), { name: "::1", port: "" });
+  assert.equal(parseHost("localhost:"), undefined);
 });
