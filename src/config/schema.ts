@@ -210,7 +210,9 @@ export const configShape = {
   REQUEST_TIMEOUT: seconds(300, 0.001),
   REQUEST_BODY_TIMEOUT: seconds(30, 0.001),
   REQUEST_MAX_BYTES: int(20 * 1024 * 1024, 1024),
-  THREAD_QUEUE_TIMEOUT: seconds(0),
+  // Long enough to cover a conversation's release after its client leaves a stream (compat-0.10.md: the
+  // original waited 60 s), short enough that a truly busy conversation still answers 409 soon.
+  THREAD_QUEUE_TIMEOUT: seconds(5),
   THREAD_QUEUE_MAX_WAITERS: int(32, 0, 100_000),
   STREAM_KEEPALIVE_INTERVAL: seconds(15, 0.01),
   STREAM_MAX_UNSENT_BYTES: int(8 * 1024 * 1024, 1024),

@@ -68,6 +68,8 @@ export async function startCluster(env: Record<string, string> = {}, options: Cl
     WORKER_LIVENESS_TIMEOUT: "20",
     // The lock tests send 16 requests at once; kernel and primary may spread them unevenly.
     REQUEST_MAX_CONCURRENT: "32",
+    // Tests of a busy conversation expect its 409 at once; those of the wait set their own.
+    THREAD_QUEUE_TIMEOUT: "0",
     ...(dataDir ? { MEMORY_BACKEND: "filedb", FILEDB_DB_PATH: path.join(dataDir, "agenthost.sqlite") } : {}),
     ...env,
     PORT: String(port),

@@ -18,8 +18,8 @@ export interface RunningService {
 }
 
 /**
- * Start the real service in this process on 127.0.0.1, port 0, with the fake model and the
- * shared token TEST_TOKEN unless `env` says otherwise. `env` values override the defaults;
+ * Start the real service in this process on 127.0.0.1, port 0, with the fake model, the
+ * shared token TEST_TOKEN and THREAD_QUEUE_TIMEOUT 0 unless `env` says otherwise. `env` values override the defaults;
  * pass `undefined` to remove a default.
  */
 export async function startService(
@@ -32,6 +32,9 @@ export async function startService(
     LOG_LEVEL: "info",
     HOST: "127.0.0.1",
     PORT: "0",
+    // The tests of a busy conversation expect its 409 at once; those of the wait (and of the 5 s
+    // default) set their own.
+    THREAD_QUEUE_TIMEOUT: "0",
     ...env,
   });
   const logs: Array<Record<string, unknown>> = [];

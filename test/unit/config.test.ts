@@ -25,7 +25,7 @@ test("defaults match the spec and the issue", () => {
   assert.equal(c.REQUEST_TIMEOUT, 300);
   assert.equal(c.SHUTDOWN_GRACE, 300, "SHUTDOWN_GRACE defaults to REQUEST_TIMEOUT");
   assert.equal(c.REQUEST_MAX_BYTES, 20 * 1024 * 1024);
-  assert.equal(c.THREAD_QUEUE_TIMEOUT, 0);
+  assert.equal(c.THREAD_QUEUE_TIMEOUT, 5);
   assert.equal(c.THREAD_QUEUE_MAX_WAITERS, 32);
   assert.equal(c.REQUEST_QUEUE_MAX_WAITERS, 0);
   assert.equal(c.REQUEST_QUEUE_TIMEOUT, 1);
