@@ -10,15 +10,25 @@ export interface TextBlock {
 }
 
 /**
- * Media (image, file, audio, video) by URL, or as base64 bytes (then `mime_type` is required by the
- * service). `data` is accepted as an alias of `base64`; messages read back use `base64`.
+ * Media (image, file, audio, video) by an absolute URL, as base64 bytes (then `mime_type` is
+ * required by the service), or by a file already uploaded to the model's provider (`file_id`).
+ * `data` is accepted as an alias of `base64`, `id` of `file_id`; LangChain's `source_type` blocks
+ * and Anthropic's `source` object are accepted too. Messages read back use `url`, `base64` or
+ * `file_id`. `path` and relative URLs are refused: the service never reads its own files for a caller.
  */
 export interface MediaBlock {
   type: "image" | "file" | "audio" | "video" | (string & {});
   url?: string;
   base64?: string;
+  file_id?: string;
   mime_type?: string;
   filename?: string;
+  /** LangChain's data block form: "url" with url, "base64" with data and mime_type, "id" with id. */
+  source_type?: "url" | "base64" | "id";
+  /** Anthropic's source object. */
+  source?: { type: "base64"; media_type: string; data: string } | { type: "url"; url: string } | { type: "file"; file_id: string };
+  /** LangChain's block metadata; `metadata.filename` is the file name. */
+  metadata?: Record<string, unknown>;
   [key: string]: unknown;
 }
 

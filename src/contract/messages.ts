@@ -1,59 +1,12 @@
 import { z } from "zod";
+import { contentBlockSchema } from "./content-blocks.ts";
 import { BOUNDS_NOTE, boundedRecord, jsonBoundsProblem } from "./json-bounds.ts";
 import { identifier, optional } from "./fields.ts";
 import { namedSchemas } from "./named-schemas.ts";
 
 /** Messages as the service's callers send and receive them, and the events of a streamed run. */
 
-const httpOrDataUrl = z
-  .string()
-  .min(1)
-  .regex(/^(https?:\/\/|data:)/i, { error: "must be an http(s) or data: URL" });
-
-/** A media block after validation: `data` folded into `base64`, nulls gone. */
-export interface MediaBlock {
-  type: "image" | "file" | "audio" | "video";
-  url?: string | undefined;
-  base64?: string | undefined;
-  mime_type?: string | undefined;
-  filename?: string | undefined;
-}
-
-const mediaBlockSchema = z
-  .strictObject({
-    type: z.enum(["image", "file", "audio", "video"]),
-    url: optional(httpOrDataUrl).describe("The media by URL; the provider fetches it, the service never does."),
-    base64: optional(z.string().min(1)).describe("The media's bytes, base64-encoded; needs mime_type."),
-    data: optional(z.string().min(1)).describe("Alias of base64."),
-    mime_type: optional(z.string().regex(/^[\w.+-]+\/[\w.+-]+$/, { error: "must be a MIME type such as image/png" })),
-    filename: optional(z.string().min(1).max(255)),
-  })
-  .superRefine((block, ctx) => {
-    if (block.base64 !== undefined && block.data !== undefined) {
-      ctx.addIssue({ code: "custom", message: "give the bytes once: base64 (data is its alias)", path: ["data"] });
-    }
-    const bytes = block.base64 ?? block.data;
-    if ((block.url === undefined) === (bytes === undefined)) {
-      ctx.addIssue({ code: "custom", message: `a ${block.type} block needs exactly one of url or base64` });
-    }
-    if (bytes !== undefined && block.mime_type === undefined) {
-      ctx.addIssue({ code: "custom", message: `a base64 ${block.type} block needs mime_type`, path: ["mime_type"] });
-    }
-    if (block.type === "image" && block.mime_type !== undefined && !block.mime_type.startsWith("image/")) {
-      ctx.addIssue({ code: "custom", message: "an image block's mime_type must be image/*", path: ["mime_type"] });
-    }
-  })
-  .transform(({ data, base64, ...rest }): MediaBlock => {
-    const bytes = base64 ?? data;
-    return bytes === undefined ? rest : { ...rest, base64: bytes };
-  });
-
-const contentBlockSchema = z
-  .discriminatedUnion("type", [z.strictObject({ type: z.literal("text"), text: z.string() }), mediaBlockSchema])
-  .register(namedSchemas, { id: "ContentBlock" });
-export type ContentBlock = z.output<typeof contentBlockSchema>;
-
-export const messageContentSchema = z.union([z.string(), z.array(contentBlockSchema).min(1)]);
+export { contentBlockSchema, messageContentSchema, type ContentBlock, type MediaBlock } from "./content-blocks.ts";
 
 /** The message types a ChatMessage can have; the original service's clients accept no others. */
 const CHAT_MESSAGE_TYPES = ["human", "ai", "tool", "custom"] as const;

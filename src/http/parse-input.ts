@@ -2,9 +2,30 @@ import type { z } from "zod";
 import { shadowingKeyPath } from "../contract/json-bounds.ts";
 import { ServiceError } from "../errors/service-error.ts";
 
+type Issue = z.core.$ZodIssue;
+
+/** A union branch refused only because the value is another kind of thing (a list where a string may be). */
+const wrongKind = (branch: readonly Issue[]) => branch.length === 1 && branch[0]!.code === "invalid_type" && branch[0]!.path.length === 0;
+
+/**
+ * The issues to report: a union the value failed (`input.message`: a string or a list of blocks)
+ * reports the issues of the one branch of the value's kind, when there is one, instead of zod's
+ * bare "Invalid input", so a bad content block says what is wrong with it.
+ */
+function reportable(issues: readonly Issue[], prefix: readonly PropertyKey[] = []): Issue[] {
+  return issues.flatMap((issue): Issue[] => {
+    const path = [...prefix, ...issue.path];
+    if (issue.code === "invalid_union") {
+      const branches = issue.errors.filter((branch) => !wrongKind(branch));
+      if (branches.length === 1) return reportable(branches[0]!, path);
+    }
+    return [{ ...issue, path }];
+  });
+}
+
 /** Render zod issues as one readable line for `detail`. */
 function describeIssues(error: z.ZodError): string {
-  return error.issues
+  return reportable(error.issues)
     .slice(0, 5)
     .map((issue) => (issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
     .join("; ");

@@ -4,7 +4,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import SwaggerParser from "@apidevtools/swagger-parser";
 import { createApp } from "../../src/http/app.ts";
-import { startService, type RunningService } from "../helpers/service.ts";
+import { call, startService, type RunningService } from "../helpers/service.ts";
 
 type Document = {
   servers?: unknown[];
@@ -78,6 +78,29 @@ describe("OpenAPI document", () => {
     }
     // A stream reports it as an error event after its 200, not as a status.
     assert.doesNotMatch(document.paths["/{agent_id}/stream"]!.post!.responses["409"]?.description ?? "", /run_cancelled/);
+  });
+
+  test("content blocks: every accepted media form is documented, path is marked refused, and the URL pattern refuses relative URLs", async () => {
+    type Property = { description?: string; pattern?: string; oneOf?: Array<{ properties: Record<string, { enum?: string[] }> }>; enum?: string[] };
+    const schemas = (document.components as { schemas: Record<string, { oneOf: Array<{ properties: Record<string, Property> }> }> }).schemas;
+    const media = schemas.ContentBlock!.oneOf.find((variant) => "mime_type" in variant.properties)!.properties;
+    for (const field of ["url", "base64", "data", "file_id", "id", "source_type", "source", "mime_type", "filename", "metadata", "path"]) {
+      assert.ok(media[field], `${field} is documented`);
+    }
+    assert.deepEqual(media.source_type!.enum, ["url", "base64", "id"]);
+    assert.deepEqual(media.source!.oneOf!.map((form) => form.properties.type!.enum![0]), ["base64", "url", "file"]);
+    assert.match(media.path!.description ?? "", /Refused/);
+    assert.match(media.metadata!.description ?? "", /no object may have an "lc" key/);
+
+    // The documented pattern and the service agree on which URLs a block may carry.
+    const pattern = new RegExp(media.url!.pattern!, "i");
+    for (const url of ["https://example.invalid/cat.png", "http://127.0.0.1:9/x", "data:image/png;base64,AAAA", "/cat.png", "cat.png", "//cdn/cat.png", "http://", "file:///etc/passwd"]) {
+      const answer = await call(service, "POST", "/chatbot-agent/history/add_messages", {
+        thread_id: "openapi-urls",
+        messages: [{ type: "human", content: [{ type: "image", url }] }],
+      });
+      assert.equal(answer.status === 201, pattern.test(url), `${url}: answered ${answer.status}`);
+    }
   });
 
   test("lists exactly the operations the app mounts", () => {
