@@ -58,9 +58,18 @@ const json = <T extends z.ZodType>(shape: T, fallback: z.input<T>, format?: (raw
       .default(fallback as never),
   );
 
-/** OTLP protocols agenthost can export with: JSON over HTTP only (the exporter it ships). */
+/**
+ * The OTLP protocols agenthost exports traces with, each through OpenTelemetry's own exporter: the
+ * specification's three. Unset, the traces protocol falls back to the general one, then to the
+ * specification's default, http/protobuf (src/observability/load-tracing.ts).
+ */
+export const OTLP_PROTOCOLS = ["http/protobuf", "http/json", "grpc"] as const;
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 const otlpProtocol = () =>
-  z.preprocess(unsetIfEmpty, z.enum(["http/json"], { error: "must be http/json (agenthost exports OTLP as JSON over HTTP)" }).optional());
+  z.preprocess(
+    (v) => (typeof v === "string" ? unsetIfEmpty(v.trim()) : v),
+    z.enum(OTLP_PROTOCOLS, { error: (issue) => `must be http/protobuf, http/json or grpc, not ${JSON.stringify(issue.input)}` }).optional(),
+  );
 
 /**
  * What AGENT_PATHS must look like, with the value written as it should be when it looks like entries

@@ -10,9 +10,8 @@ import {
   type Span,
 } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from "@opentelemetry/resources";
-import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from "@opentelemetry/sdk-trace-base";
 import type { LockDecorator } from "../admission/locks/lock-decorator.ts";
 import type { Config } from "../config/schema.ts";
 import { serviceVersion } from "./build.ts";
@@ -22,17 +21,6 @@ import type { RequestTrace, RunIdentity, RunTrace, Tracing } from "./tracing.ts"
 
 /** Checkpoint backends under their OpenTelemetry `db.system.name`. */
 const DB_SYSTEMS: Readonly<Record<string, string>> = { filedb: "sqlite", serverdb: "postgresql", memory: "memory" };
-
-/** OTEL_EXPORTER_OTLP_HEADERS: `key=value` pairs separated by commas, values percent-encoded. */
-export function parseOtlpHeaders(raw: string | undefined): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const pair of (raw ?? "").split(",")) {
-    const at = pair.indexOf("=");
-    if (at <= 0) continue;
-    headers[pair.slice(0, at).trim()] = decodeURIComponent(pair.slice(at + 1).trim());
-  }
-  return headers;
-}
 
 /** A span ends once, whoever ends it first. */
 function ender(span: Span): (attributes?: Record<string, string | number>, failed?: string) => void {
@@ -61,17 +49,16 @@ function bindGenerator<T>(events: AsyncGenerator<T, void, undefined>, ctx: Conte
 
 /**
  * Tracing over the OpenTelemetry SDK: an isolated tracer provider (agenthost does not claim the
- * global one) with a batch processor exporting OTLP/JSON to `url`. Spans: the HTTP request
- * (SERVER), the run inside it, and inside the run the conversation-lock wait, each checkpoint
- * operation and each chat model call (CLIENT). Lock and checkpoint spans are made only under a
+ * global one) with a batch processor handing spans to `exporter` (OTLP in the configured protocol,
+ * otlp-exporters.ts). Spans: the HTTP request (SERVER), the run inside it, and inside the run the
+ * conversation-lock wait, each checkpoint operation and each chat model call (CLIENT). Lock and checkpoint spans are made only under a
  * span, so maintenance work outside requests leaves no stray roots.
  */
-export function createOtelTracing(config: Config, url: string): Tracing {
+export function createOtelTracing(config: Config, exporter: SpanExporter): Tracing {
   ensureContextManager();
   const resource = defaultResource()
     .merge(detectResources({ detectors: [envDetector] }))
     .merge(resourceFromAttributes({ "service.name": config.OTEL_SERVICE_NAME, "service.version": serviceVersion() }));
-  const exporter = new OTLPTraceExporter({ url, headers: parseOtlpHeaders(config.OTEL_EXPORTER_OTLP_HEADERS) });
   const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
   const tracer = provider.getTracer("agenthost", serviceVersion());
   const propagator = new W3CTraceContextPropagator();

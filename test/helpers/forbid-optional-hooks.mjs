@@ -1,7 +1,8 @@
 // Module resolution hooks (node:module register): refuse, by resolved URL, every package agenthost
 // loads only when a setting asks for it: the provider SDKs, Langfuse, the OpenTelemetry SDK and
-// exporter (the API package is LangChain's own dependency, not an integration), and BullMQ.
-const OPTIONAL = /\/node_modules\/(@langchain\/(?:openai|anthropic|google-genai)|@langfuse\/[^/]+|@opentelemetry\/(?!api\/)[^/]+|bullmq)\//;
+// exporters (the API package is LangChain's own dependency, not an integration) with the gRPC
+// exporter's gRPC and protobuf libraries, and BullMQ.
+const OPTIONAL = /\/node_modules\/(@langchain\/(?:openai|anthropic|google-genai)|@langfuse\/[^/]+|@opentelemetry\/(?!api\/)[^/]+|@grpc\/[^/]+|protobufjs|bullmq)\//;
 
 export async function resolve(specifier, context, nextResolve) {
   const resolved = await nextResolve(specifier, context);

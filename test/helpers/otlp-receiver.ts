@@ -1,7 +1,9 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { Server, ServerCredentials, type Metadata, type sendUnaryData, type ServerUnaryCall, type ServiceDefinition } from "@grpc/grpc-js";
+import { decodeTraceExportRequest, encodeTraceExportResponse, TRACE_EXPORT_METHOD } from "./otlp-protobuf.ts";
 
-/** One span as an OTLP/JSON export carries it, with its attributes as plain values. */
+/** One span as an OTLP export carries it, with its attributes as plain values. */
 export interface ReceivedSpan {
   readonly traceId: string;
   readonly spanId: string;
@@ -14,12 +16,18 @@ export interface ReceivedSpan {
   readonly resource: Record<string, string | number | boolean>;
 }
 
+/** How an export arrived: the OTLP protocol the exporter spoke. */
+export type ReceivedProtocol = "http/json" | "http/protobuf" | "grpc";
+
 export interface OtlpReceiver {
+  /** The endpoint to configure: the HTTP base URL (`/v1/traces` below it), or the gRPC target. */
   readonly url: string;
   readonly spans: ReceivedSpan[];
-  /** Every export body as it arrived, for checks on what must never be sent. */
+  /** Every export body as it arrived (binary ones read as UTF-8), for checks on what must never be sent. */
   readonly bodies: string[];
-  /** Headers of the last export. */
+  /** The protocol of each export, in order. */
+  readonly protocols: ReceivedProtocol[];
+  /** Headers (gRPC: metadata) of the last export. */
   lastHeaders: http.IncomingHttpHeaders | undefined;
   /** Resolves at the next export received. */
   nextExport(): Promise<void>;
@@ -27,82 +35,141 @@ export interface OtlpReceiver {
 }
 
 type AnyValue = { stringValue?: string; intValue?: number | string; doubleValue?: number; boolValue?: boolean };
-type KeyValue = { key: string; value: AnyValue };
+type KeyValue = { key: string; value?: AnyValue };
+
+/** An ExportTraceServiceRequest as OTLP/JSON writes it (binary ones are converted to this shape). */
+type ExportedTraces = {
+  resourceSpans: Array<{
+    resource?: { attributes?: KeyValue[] };
+    scopeSpans: Array<{
+      spans: Array<{
+        traceId: string;
+        spanId: string;
+        parentSpanId?: string;
+        name: string;
+        kind: number;
+        attributes?: KeyValue[];
+        events?: Array<{ name: string }>;
+        status?: { code?: number; message?: string };
+      }>;
+    }>;
+  }>;
+};
 
 function plain(attributes: KeyValue[] | undefined): Record<string, string | number | boolean> {
   const out: Record<string, string | number | boolean> = {};
-  for (const { key, value } of attributes ?? []) {
+  for (const { key, value = {} } of attributes ?? []) {
     out[key] = value.stringValue ?? (value.intValue !== undefined ? Number(value.intValue) : undefined) ?? value.doubleValue ?? value.boolValue ?? "";
   }
   return out;
 }
 
-/** A local OTLP/HTTP receiver: decodes each JSON export posted to /v1/traces and keeps its spans. */
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
-  const spans: ReceivedSpan[] = [];
-  const bodies: string[] = [];
+/** The receiver's record of exports, whatever carried them. */
+function recorder(url: string, close: () => Promise<void>): { receiver: OtlpReceiver; record(protocol: ReceivedProtocol, body: Buffer, exported: unknown, headers: http.IncomingHttpHeaders): void } {
   let waiters: Array<() => void> = [];
   const receiver: OtlpReceiver = {
-    url: "",
-    spans,
-    bodies,
+    url,
+    spans: [],
+    bodies: [],
+    protocols: [],
     lastHeaders: undefined,
     nextExport: () => new Promise<void>((resolve) => waiters.push(resolve)),
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close,
   };
+  const record = (protocol: ReceivedProtocol, body: Buffer, exported: unknown, headers: http.IncomingHttpHeaders) => {
+    receiver.bodies.push(body.toString("utf8"));
+    receiver.protocols.push(protocol);
+    receiver.lastHeaders = headers;
+    for (const resourceSpans of (exported as ExportedTraces).resourceSpans) {
+      const resource = plain(resourceSpans.resource?.attributes);
+      for (const scope of resourceSpans.scopeSpans) {
+        for (const span of scope.spans) {
+          receiver.spans.push({
+            traceId: span.traceId,
+            spanId: span.spanId,
+            parentSpanId: span.parentSpanId || undefined,
+            name: span.name,
+            kind: span.kind,
+            attributes: plain(span.attributes),
+            events: (span.events ?? []).map((e) => e.name),
+            status: span.status ?? {},
+            resource,
+          });
+        }
+      }
+    }
+    const woken = waiters;
+    waiters = [];
+    for (const wake of woken) wake();
+  };
+  return { receiver, record };
+}
+
+/**
+ * A local OTLP/HTTP receiver: decodes each export posted to /v1/traces, in JSON (`application/json`)
+ * or binary protobuf (`application/x-protobuf`), and keeps its spans.
+ */
+export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
-      if (req.method !== "POST" || req.url !== "/v1/traces" || !String(req.headers["content-type"]).startsWith("application/json")) {
+      const type = String(req.headers["content-type"]);
+      const protocol = type.startsWith("application/json") ? "http/json" : type.startsWith("application/x-protobuf") ? "http/protobuf" : undefined;
+      if (req.method !== "POST" || req.url !== "/v1/traces" || !protocol) {
         res.writeHead(404).end();
         return;
       }
-      const body = Buffer.concat(chunks).toString("utf8");
-      bodies.push(body);
-      receiver.lastHeaders = req.headers;
-      const exported = JSON.parse(body) as {
-        resourceSpans: Array<{
-          resource?: { attributes?: KeyValue[] };
-          scopeSpans: Array<{
-            spans: Array<{
-              traceId: string;
-              spanId: string;
-              parentSpanId?: string;
-              name: string;
-              kind: number;
-              attributes?: KeyValue[];
-              events?: Array<{ name: string }>;
-              status?: { code?: number; message?: string };
-            }>;
-          }>;
-        }>;
-      };
-      for (const resourceSpans of exported.resourceSpans) {
-        const resource = plain(resourceSpans.resource?.attributes);
-        for (const scope of resourceSpans.scopeSpans) {
-          for (const span of scope.spans) {
-            spans.push({
-              traceId: span.traceId,
-              spanId: span.spanId,
-              parentSpanId: span.parentSpanId || undefined,
-              name: span.name,
-              kind: span.kind,
-              attributes: plain(span.attributes),
-              events: (span.events ?? []).map((e) => e.name),
-              status: span.status ?? {},
-              resource,
-            });
-          }
-        }
+      const body = Buffer.concat(chunks);
+      if (protocol === "http/json") {
+        record(protocol, body, JSON.parse(body.toString("utf8")), req.headers);
+        res.writeHead(200, { "content-type": "application/json" }).end("{}");
+      } else {
+        record(protocol, body, decodeTraceExportRequest(body), req.headers);
+        res.writeHead(200, { "content-type": "application/x-protobuf" }).end(encodeTraceExportResponse());
       }
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
-      const woken = waiters;
-      waiters = [];
-      for (const wake of woken) wake();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  (receiver as { url: string }).url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { receiver, record } = recorder(url, () => new Promise<void>((resolve) => server.close(() => resolve())));
+  return receiver;
+}
+
+/** Metadata as headers: each key's values, joined as HTTP joins repeated headers. */
+function metadataHeaders(metadata: Metadata): http.IncomingHttpHeaders {
+  const headers: http.IncomingHttpHeaders = {};
+  for (const [key, value] of Object.entries(metadata.toJSON())) headers[key] = value.map(String).join(", ");
+  return headers;
+}
+
+/**
+ * A local OTLP/gRPC receiver: a gRPC server (plaintext, HTTP/2) serving the collector's
+ * TraceService/Export, decoding each request's protobuf and keeping its spans.
+ */
+export async function startOtlpGrpcReceiver(): Promise<OtlpReceiver> {
+  const server = new Server();
+  // The request stays as bytes here, so the receiver keeps the body as it came and decodes it itself.
+  const traceService: ServiceDefinition = {
+    Export: {
+      path: TRACE_EXPORT_METHOD,
+      requestStream: false,
+      responseStream: false,
+      requestDeserialize: (bytes: Buffer) => bytes,
+      requestSerialize: (bytes: Buffer) => bytes,
+      responseSerialize: (bytes: Uint8Array) => Buffer.from(bytes),
+      responseDeserialize: (bytes: Buffer) => bytes,
+    },
+  };
+  server.addService(traceService, {
+    Export(call: ServerUnaryCall<Buffer, Uint8Array>, callback: sendUnaryData<Uint8Array>) {
+      record("grpc", call.request, decodeTraceExportRequest(call.request), metadataHeaders(call.metadata));
+      callback(null, encodeTraceExportResponse());
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync("127.0.0.1:0", ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+  );
+  const { receiver, record } = recorder(`http://127.0.0.1:${port}`, () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())));
   return receiver;
 }

@@ -1,13 +1,16 @@
 // Issue 19: OpenTelemetry traces of a request, its run, the lock wait, checkpoint operations and
-// model calls, exported as OTLP/JSON to a local receiver; W3C trace context in and out.
+// model calls, exported over OTLP to a local receiver; W3C trace context in and out. Issue 29 (12):
+// each OTLP protocol (http/protobuf, the default; http/json; grpc) reaches a receiver that decodes it.
+import { spawn } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { storageKey } from "../../src/auth/storage-key.ts";
 import { loadConfig } from "../../src/config/load.ts";
-import { tracesUrl } from "../../src/observability/load-tracing.ts";
+import { tracesExport } from "../../src/observability/load-tracing.ts";
 import { FAKE_PROVIDER_KEY, PROVIDER_ERROR_TEXT, startFakeProvider, type FakeProvider } from "../fixtures/providers/fake-provider.ts";
-import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../helpers/otlp-receiver.ts";
+import { startOtlpGrpcReceiver, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../helpers/otlp-receiver.ts";
 import { startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
 import { eventually, fakeLangfuse, otlpSpans, type FakeBackend } from "../integration/observability-fakes.ts";
 
@@ -115,6 +118,8 @@ describe("OpenTelemetry traces", () => {
     assert.ok(!exported.includes(secret), "message text was exported");
     assert.ok(!exported.includes(storageKey("ann", "chatbot-agent", thread)), "the storage key was exported");
     assert.equal(receiver.lastHeaders?.["x-tenant"], "agenthost tests");
+    // No protocol set: OTLP's default, binary protobuf over HTTP.
+    assert.deepEqual([...new Set(receiver.protocols)], ["http/protobuf"]);
 
     // The request's log line names the trace.
     const line = service.logs.find((l) => l.msg === "request" && l.run_id === answer.run_id);
@@ -278,12 +283,131 @@ describe("traces beside the Langfuse backend", () => {
   });
 });
 
+describe("each OTLP protocol reaches a receiver that decodes it", () => {
+  const cases = [
+    { protocol: "http/protobuf", receiver: startOtlpReceiver, env: { OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf" } },
+    { protocol: "http/json", receiver: startOtlpReceiver, env: { OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" } },
+    // The traces variable wins over the general one.
+    { protocol: "grpc", receiver: startOtlpGrpcReceiver, env: { OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "grpc" } },
+  ] as const;
+  for (const { protocol, receiver: start, env } of cases) {
+    test(`${protocol}: the request and its run arrive with their names and attributes`, async () => {
+      const receiver = await start();
+      const service = await startService({
+        ...env,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_HEADERS: "x-tenant=agenthost%20tests",
+        OTEL_SERVICE_NAME: `agenthost-over-${protocol}`,
+        MEMORY_BACKEND: "memory",
+      });
+      try {
+        const parent = traceparent();
+        const thread = randomUUID();
+        const res = await post(service, "/chatbot-agent/invoke", { input: { message: "Hello" }, thread_id: thread }, { traceparent: parent.header });
+        assert.equal(res.status, 200);
+        const { run_id: runId } = (await res.json()) as { run_id: string };
+        const spans = await traceOf(service, receiver, parent.traceId, "POST /{agent_id}/invoke");
+
+        const request = one(spans, "POST /{agent_id}/invoke");
+        assert.equal(request.kind, SERVER);
+        assert.equal(request.parentSpanId, parent.parentId);
+        assert.equal(request.attributes["http.route"], "/{agent_id}/invoke");
+        assert.equal(request.attributes["http.response.status_code"], 200);
+        assert.equal(request.attributes["agenthost.run_id"], runId);
+        assert.equal(request.resource["service.name"], `agenthost-over-${protocol}`);
+        const run = one(spans, "invoke_agent chatbot-agent");
+        assert.equal(run.parentSpanId, request.spanId);
+        assert.equal(run.attributes["gen_ai.conversation.id"], thread);
+        assert.equal(run.attributes["agenthost.outcome"], "ok");
+        const model = one(spans, "chat fake");
+        assert.equal(model.kind, CLIENT);
+        assert.ok(Number(model.attributes["gen_ai.usage.output_tokens"]) > 0);
+
+        assert.deepEqual([...new Set(receiver.protocols)], [protocol]);
+        assert.equal(receiver.lastHeaders?.["x-tenant"], "agenthost tests", "OTEL_EXPORTER_OTLP_HEADERS as headers (gRPC: metadata)");
+      } finally {
+        await service.close();
+        await receiver.close();
+      }
+    });
+  }
+});
+
+test("only the chosen protocol's exporter is loaded", async () => {
+  const root = path.resolve(import.meta.dirname, "../..");
+  const packages = { "http/protobuf": "exporter-trace-otlp-proto", "http/json": "exporter-trace-otlp-http", grpc: "exporter-trace-otlp-grpc" };
+  for (const protocol of Object.keys(packages) as Array<keyof typeof packages>) {
+    // A fresh process builds the tracing, then lists the packages its CommonJS cache holds.
+    const script = `
+      import { createRequire } from "node:module";
+      const { loadConfig } = await import(${JSON.stringify(`${root}/src/config/load.ts`)});
+      const { createTracing } = await import(${JSON.stringify(`${root}/src/observability/load-tracing.ts`)});
+      const env = { USE_FAKE_MODEL: "true", AUTH_SECRET: "s", OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_EXPORTER_OTLP_PROTOCOL: ${JSON.stringify(protocol)} };
+      const tracing = await createTracing(loadConfig(env));
+      const files = Object.keys(createRequire(import.meta.url).cache);
+      await tracing.close();
+      process.stdout.write(JSON.stringify(files));`;
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk));
+    assert.equal(await new Promise<number | null>((resolve) => child.on("exit", resolve)), 0, stderr);
+    const loaded = new Set((JSON.parse(stdout) as string[]).map((file) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1]));
+    for (const [other, name] of Object.entries(packages)) {
+      assert.equal(loaded.has(`@opentelemetry/${name}`), other === protocol, `${protocol}: @opentelemetry/${name} ${other === protocol ? "not " : ""}loaded`);
+    }
+    assert.equal(loaded.has("@grpc/grpc-js"), protocol === "grpc", `${protocol}: @grpc/grpc-js`);
+  }
+});
+
+test("the protocol and the endpoint follow the OTLP exporter specification", () => {
+  const base = { USE_FAKE_MODEL: "true", AUTH_SECRET: "s" };
+  const target = (env: Record<string, string>) => tracesExport(loadConfig({ ...base, ...env }));
+  // No protocol set: http/protobuf; the general endpoint is a base URL.
+  assert.deepEqual(target({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" }), { protocol: "http/protobuf", url: "http://collector:4318/v1/traces" });
+  assert.deepEqual(target({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" }), { protocol: "http/json", url: "http://collector:4318/v1/traces" });
+  // The traces variables win over the general ones; the traces endpoint is used as it is.
+  assert.deepEqual(
+    target({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://a:4318", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://b:4318/custom", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc", OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/protobuf" }),
+    { protocol: "http/protobuf", url: "http://b:4318/custom" },
+  );
+  // gRPC: the endpoint names the collector and gets no path.
+  assert.deepEqual(target({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4317", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }), { protocol: "grpc", url: "http://collector:4317" });
+  assert.deepEqual(target({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://collector:4317", OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "grpc" }), { protocol: "grpc", url: "https://collector:4317" });
+  // A protocol alone turns nothing on.
+  assert.equal(target({ OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }), undefined);
+});
+
+test("an unknown protocol is refused at startup in one line naming the variable and the choices", async () => {
+  assert.throws(
+    () => loadConfig({ USE_FAKE_MODEL: "true", AUTH_SECRET: "s", OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/thrift" }),
+    { message: 'agenthost cannot start: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http/protobuf, http/json or grpc, not "http/thrift"' },
+  );
+  const root = path.resolve(import.meta.dirname, "../..");
+  const child = spawn(path.join(root, "bin/agenthost"), [], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", USE_FAKE_MODEL: "true", AUTH_SECRET: "s", HOST: "127.0.0.1", PORT: "0", METRICS_PORT: "0", OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_EXPORTER_OTLP_PROTOCOL: "protobuf" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk));
+  const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+  assert.equal(code, 2, stderr);
+  assert.equal(stderr, 'agenthost cannot start: OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf, http/json or grpc, not "protobuf"\n');
+});
+
+test("a header gRPC cannot carry as metadata is refused at startup, naming its key only", async () => {
+  await assert.rejects(
+    startService({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4317", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc", OTEL_EXPORTER_OTLP_HEADERS: "x-team=caf%C3%A9" }),
+    { message: 'agenthost cannot start: OTEL_EXPORTER_OTLP_HEADERS has "x-team", which gRPC cannot send as metadata (printable ASCII only)' },
+  );
+});
+
 test("tracing is off unless an OTLP endpoint is set, and OTEL_SDK_DISABLED wins", async () => {
   const base = { USE_FAKE_MODEL: "true", AUTH_SECRET: "s" };
-  assert.equal(tracesUrl(loadConfig(base)), undefined);
-  assert.equal(tracesUrl(loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" })), "http://collector:4318/v1/traces");
-  assert.equal(tracesUrl(loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SDK_DISABLED: "true" })), undefined);
-  assert.throws(() => loadConfig({ ...base, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "grpc" }), /OTEL_EXPORTER_OTLP_TRACES_PROTOCOL/);
+  assert.equal(tracesExport(loadConfig(base)), undefined);
+  assert.equal(tracesExport(loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SDK_DISABLED: "true" })), undefined);
   const service = await startService();
   try {
     assert.equal(service.runtime.tracing, undefined);
