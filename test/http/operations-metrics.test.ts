@@ -1,10 +1,12 @@
 // Issue 19: the metrics SREs reach for first (model latency, time to first token, run duration,
 // build info), route labels in the OpenAPI form with bounded cardinality, and CORS preflights.
+import http from "node:http";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { buildOpenApiDocument } from "../../src/http/openapi.ts";
 import { ModelCallObserver, MODEL_LABEL_LIMIT } from "../../src/observability/model-calls.ts";
 import { ServiceMetrics } from "../../src/observability/metrics.ts";
+import { RawClient, waitFor } from "../helpers/raw-http.ts";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
 
 type Sample = { labels: Record<string, string | number>; value: number; metricName?: string };
@@ -80,7 +82,8 @@ describe("operations metrics", () => {
     for (let i = 0; i < 25; i++) assert.equal((await call(service, "GET", `/no/such/path/${i}/${Math.random()}`)).status, 404);
 
     assert.equal(await value(metrics, "agenthost_http_requests_total", { route: "/{agent_id}/invoke", method: "POST", status: "200" }), 1);
-    assert.equal(await value(metrics, "agenthost_http_requests_total", { route: "/{agent_id}/invoke", method: "PUT", status: "405" }), 1);
+    // No route is PUT: its method label is "other" (see the next test).
+    assert.equal(await value(metrics, "agenthost_http_requests_total", { route: "/{agent_id}/invoke", method: "other", status: "405" }), 1);
     assert.ok((await value(metrics, "agenthost_http_requests_total", { route: "/invoke", method: "POST", status: "200" })) >= 1);
     assert.equal(await value(metrics, "agenthost_http_requests_total", { route: "/health/live", method: "GET", status: "200" }), 1);
     assert.equal(await value(metrics, "agenthost_http_requests_total", { route: "unmatched", method: "GET", status: "404" }), 25);
@@ -91,6 +94,52 @@ describe("operations metrics", () => {
     const routes = new Set((await samples(metrics, "agenthost_http_requests_total")).map((s) => String(s.labels.route)));
     for (const route of routes) assert.ok(allowed.has(route), `route label ${route}`);
     assert.ok(routes.size <= allowed.size);
+  });
+
+  test("methods no route serves share the method label other; the parser refuses the rest before they are counted", async () => {
+    const { metrics } = service.runtime;
+    const served = ["GET", "HEAD", "POST", "DELETE", "OPTIONS"];
+    const labelled = new Set([...served, "other"]);
+    const methodLabels = async () => {
+      const found = [
+        ...(await samples(metrics, "agenthost_http_requests_total")),
+        ...(await samples(metrics, "agenthost_http_request_duration_seconds_count")),
+      ];
+      return new Set(found.map((s) => String(s.labels.method)));
+    };
+    const count = async (method?: string) =>
+      (await samples(metrics, "agenthost_http_requests_total"))
+        .filter((s) => method === undefined || s.labels.method === method)
+        .reduce((n, s) => n + s.value, 0);
+    const send = async (method: string, path: string) => {
+      const client = await RawClient.connect(service.url);
+      try {
+        client.write(`${method} ${path} HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${TEST_TOKEN}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+        return (await client.response()).status;
+      } finally {
+        client.destroy();
+      }
+    };
+
+    // Every method Node's parser accepts that no route serves (CONNECT is answered by the server itself),
+    // on an operation's path, a public path and an unknown one.
+    const odd = http.METHODS.filter((method) => !served.includes(method) && method !== "CONNECT");
+    assert.ok(odd.includes("PROPFIND") && odd.includes("PURGE") && odd.includes("M-SEARCH"), odd.join(" "));
+    const paths = ["/chatbot-agent/invoke", "/health/live", "/no/such/path"];
+    const [before, otherBefore] = [await count(), await count("other")];
+    for (const method of odd) {
+      for (const path of paths) {
+        const status = await send(method, path);
+        assert.ok(status === 404 || status === 405, `${method} ${path}: ${status}`);
+      }
+    }
+    // Not methods to Node's parser: 400 before the app sees them.
+    for (const method of ["FOO", "get", "Post", "PROPFIND2"]) assert.equal(await send(method, "/health/live"), 400, method);
+    const sent = odd.length * paths.length;
+    await waitFor(async () => (await count()) === before + sent, "every request the app answered counted");
+
+    for (const method of await methodLabels()) assert.ok(labelled.has(method), `method label ${method}`);
+    assert.equal(await count("other"), otherBefore + sent);
   });
 
   test("model names from outside stop at MODEL_LABEL_LIMIT distinct values; the rest count as other", async () => {

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { RequestHandler } from "express";
 import type { Runtime } from "../../runtime.ts";
+import type { Operation } from "../operation.ts";
+import { operations } from "../operations.ts";
 import { routeTemplate, type RequestScope } from "../request-scope.ts";
 
 export const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -9,11 +11,22 @@ export const REQUEST_ID = /^[\w.:-]{1,128}$/;
 const CLIENT_CLOSED = 499;
 
 /**
+ * The methods the API serves: the route table's, with HEAD (GET's answers) and OPTIONS (CORS
+ * preflights). Node's parser accepts some thirty others (PROPFIND, PURGE, …); each would add a
+ * series per route and status, so the metrics label them all "other".
+ */
+function methodLabels(): (method: string) => string {
+  const served = new Set(["GET", "HEAD", "OPTIONS", ...Object.values<Operation>(operations).map((operation) => operation.method.toUpperCase())]);
+  return (method) => (served.has(method) ? method : "other");
+}
+
+/**
  * A request id, a child logger, the request's span (tracing on), and one JSON log line when the
  * response closes, with the error_code, run id and trace id when there are.
  */
 export function requestContext(runtime: Runtime): RequestHandler {
   const { metrics, tracing } = runtime;
+  const methodLabel = methodLabels();
   return (req, res, next) => {
     const incoming = req.get("x-request-id");
     const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
@@ -32,8 +45,9 @@ export function requestContext(runtime: Runtime): RequestHandler {
       const status = res.headersSent ? res.statusCode : CLIENT_CLOSED;
       const errorCode = res.headersSent ? scope.errorCode : "client_disconnected";
       metrics.activeRequests.dec();
-      metrics.httpRequests.inc({ route, method: req.method, status });
-      metrics.httpDuration.observe({ route, method: req.method }, seconds);
+      const method = methodLabel(req.method);
+      metrics.httpRequests.inc({ route, method, status });
+      metrics.httpDuration.observe({ route, method }, seconds);
       scope.logger.info(
         {
           method: req.method,
