@@ -91,6 +91,14 @@ function crossFieldProblems(c: Partial<Config>): string[] {
   if (c.AUTH_SECRET && userTokens.includes(c.AUTH_SECRET)) {
     problems.push("AUTH_SECRET must differ from every AUTH_USERS token");
   }
+  const serviceUser = c.AUTH_SERVICE_USER_ID;
+  if (c.AUTH_SECRET && serviceUser !== undefined && Object.hasOwn(users, serviceUser)) {
+    const actsAs = c.AUTH_MODE === "token" ? "every AUTH_SECRET request" : "AUTH_SECRET requests that name no user_id";
+    problems.push(
+      `AUTH_USERS has a user "${serviceUser}", which is AUTH_SERVICE_USER_ID, the identity of ${actsAs}: ` +
+        "they would share conversations; rename that user or set AUTH_SERVICE_USER_ID to another id",
+    );
+  }
   const signing = c.FEEDBACK_SIGNING_SECRET;
   if (signing !== undefined) {
     if (signing.length < 32) problems.push("FEEDBACK_SIGNING_SECRET must be at least 32 characters");

@@ -151,6 +151,12 @@ test("the memory backend with WEB_CONCURRENCY above 1 is refused, saying what to
   assert.doesNotMatch(outcome.stdout, /worker forked/);
 });
 
+test("an AUTH_USERS user named like AUTH_SERVICE_USER_ID is refused in one line naming both", async () => {
+  const outcome = await runPrimary({ AUTH_USERS: JSON.stringify({ ann: "ann-token", service: "service-token" }) });
+  assertPrimaryRefusal(outcome, /AUTH_USERS has a user "service", which is AUTH_SERVICE_USER_ID, .*set AUTH_SERVICE_USER_ID to another id$/);
+  assert.doesNotMatch(outcome.stderr, /service-token/);
+});
+
 test("an AGENT_PATHS file written without ./ is refused, saying to add it", async () => {
   writeFileSync(path.join(scratch, "my-agents.ts"), "export const echo = 1;\n");
   const outcome = await runPrimary({ WEB_CONCURRENCY: "1", AGENT_PATHS: JSON.stringify(["my-agents.ts:echo"]) }, scratch);

@@ -98,6 +98,28 @@ test("every startup refusal is named", () => {
   for (const [env, expected] of cases) assert.match(problems(env).join("\n"), expected, JSON.stringify(env));
 });
 
+test("an AUTH_USERS user named like AUTH_SERVICE_USER_ID is refused while AUTH_SECRET is set, in one line naming both", () => {
+  const cases: Array<[Record<string, string>, string, string]> = [
+    [{ ...base, AUTH_USERS: JSON.stringify({ service: "svc-token" }) }, "service", "AUTH_SECRET requests that name no user_id"],
+    [{ ...base, AUTH_MODE: "token", AUTH_USERS: JSON.stringify({ service: "svc-token" }) }, "service", "every AUTH_SECRET request"],
+    [{ ...base, AUTH_SERVICE_USER_ID: "ops", AUTH_USERS: JSON.stringify({ ann: "ann-token", ops: "ops-token" }) }, "ops", "that name no user_id"],
+  ];
+  for (const [env, user, actsAs] of cases) {
+    const found = problems(env);
+    assert.equal(found.length, 1, found.join("\n"));
+    const message = new ConfigError(found).message;
+    assert.doesNotMatch(message, /\n/);
+    assert.match(message, /^agenthost cannot start: AUTH_USERS has a user "[^"]+", which is AUTH_SERVICE_USER_ID/);
+    assert.ok(message.includes(`"${user}"`) && message.includes(actsAs), message);
+    // The tokens are not in it.
+    assert.ok(!message.includes("svc-token") && !message.includes("ops-token"), message);
+  }
+  // Renaming either side, or no shared secret to collide with, starts.
+  assert.equal(loadConfig({ ...base, AUTH_SERVICE_USER_ID: "app", AUTH_USERS: JSON.stringify({ service: "svc-token" }) }).AUTH_SERVICE_USER_ID, "app");
+  assert.ok(loadConfig({ ...base, AUTH_USERS: JSON.stringify({ Service: "svc-token" }) }));
+  assert.ok(loadConfig({ USE_FAKE_MODEL: "true", AUTH_USERS: JSON.stringify({ service: "svc-token" }) }));
+});
+
 test("one refusal lists every problem at once", () => {
   const found = problems({
     AUTH_MODE: "bogus",
