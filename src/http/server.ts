@@ -94,6 +94,26 @@ function appMessages(app: Express): Pick<http.ServerOptions, "IncomingMessage" |
 }
 
 /**
+ * HTTP/1.1 pipelining: Node parses every request a client sends ahead on one connection and hands
+ * each to the app at once, though their answers go out in order (each waits in Node's queue until
+ * the one before it has been written). Passed on at once, each would take a worker slot while it
+ * waits, so one connection could fill a worker, and the rest of its requests would be refused. A
+ * request whose answer is queued (Node gives the response its socket only when its turn comes) is
+ * held until then instead, so a connection takes at most one slot at a time; it goes on at the
+ * next turn of the event loop, once the answer before it has closed and released its slot. A held
+ * request does nothing and counts nowhere; if the client leaves first, it is dropped with the
+ * connection. Its body is read at its turn, while Node's request timeout counts from its first
+ * byte (docs/operations.md, Pipelined requests). The common case, one request at a time, costs one
+ * property check.
+ */
+function oneRequestPerConnection(app: Express): http.RequestListener {
+  return (req, res) => {
+    if (res.socket !== null) app(req, res);
+    else res.once("socket", () => setImmediate(() => app(req, res)));
+  };
+}
+
+/**
  * Listen on HOST:PORT; resolves once the port is bound. Reading a request (headers and body) is
  * bounded by REQUEST_BODY_TIMEOUT (at most REQUEST_TIMEOUT); once a request has arrived, Node's
  * timeouts no longer apply to it, and its response takes as long as REQUEST_TIMEOUT allows.
@@ -114,7 +134,7 @@ export function listen(
       // How often Node checks those two; its default (30 s) would let a short timeout run far over.
       connectionsCheckingInterval: Math.ceil(Math.min(1_000, Math.max(10, bodyTimeoutMs / 4))),
     },
-    app,
+    oneRequestPerConnection(app),
   );
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => answerClientError(error, socket, logger));
   server.on("checkExpectation", refuseExpectation);
