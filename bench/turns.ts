@@ -49,7 +49,7 @@ interface Service {
 async function startService(env: Record<string, string>): Promise<Service> {
   const config = loadConfig({ USE_FAKE_MODEL: "true", AUTH_SECRET: TOKEN, HOST: "127.0.0.1", PORT: "0", LOG_LEVEL: "silent", ...env });
   const runtime = await buildRuntime(config, { logger: pino({ level: "silent" }) });
-  const server: http.Server = await listen(createApp(runtime), config);
+  const server: http.Server = await listen(createApp(runtime), config, undefined, runtime.shortcuts);
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     runtime,

@@ -20,6 +20,7 @@ import { TimedSaver } from "./checkpoints/timed-saver.ts";
 import { createFeedbackDelivery, type FeedbackDelivery } from "./feedback/delivery.ts";
 import { createObservabilityBackend, type ObservabilityBackend } from "./observability/backends/index.ts";
 import type { Config } from "./config/schema.ts";
+import { decideLibraryShortcuts, type ActiveShortcuts, type InstalledVersion } from "./config/library-shortcuts.ts";
 import { langChainEnvironmentProblems, langChainTracingFromEnvironment } from "./config/langchain-environment.ts";
 import { ConfigError } from "./config/load.ts";
 import { loadMcpToolset, McpToolsError, type McpToolset } from "./agents/mcp-tools.ts";
@@ -80,6 +81,8 @@ export interface WorkerRuntime extends Runtime {
   readonly mcp: McpToolset;
   /** Tracing and feedback target (OBSERVABILITY_BACKEND). */
   readonly observability: ObservabilityBackend;
+  /** The library shortcuts this worker takes (LIBRARY_SHORTCUTS and the installed versions). */
+  readonly shortcuts: ActiveShortcuts;
   close(): Promise<void>;
 }
 
@@ -90,6 +93,8 @@ export interface RuntimeOverrides {
   /** Run the feedback queue consumer in this process (default true; workers/jobs.ts runs it alone). */
   readonly consumeFeedbackQueue?: boolean;
   readonly metrics?: ServiceMetrics;
+  /** How the library shortcuts' packages' versions are read (tests fake a mismatch). */
+  readonly installedVersion?: InstalledVersion;
 }
 
 function reportLease(event: LeaseEvent): void {
@@ -126,8 +131,11 @@ export function defaultConversationLock(config: Config, logger: Logger): Convers
 export async function buildRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<WorkerRuntime> {
   const environment = langChainEnvironmentProblems();
   if (environment.length) throw new ConfigError(environment);
-  installUntracedRunContext({ tracingFromEnvironment: langChainTracingFromEnvironment() });
   const logger = overrides.logger ?? createLogger(config);
+  // Under the primary, which has already warned about a version mismatch, the workers' copies are debug lines.
+  const shortcutWarnings = cluster.isWorker ? { warn: (fields: object, message: string) => logger.debug(fields, message) } : logger;
+  const shortcuts = decideLibraryShortcuts(config.LIBRARY_SHORTCUTS, shortcutWarnings, overrides.installedVersion);
+  if (shortcuts.untracedRunContext) installUntracedRunContext({ tracingFromEnvironment: langChainTracingFromEnvironment() });
   const metrics = overrides.metrics ?? new ServiceMetrics();
   const runTracker = new RunTracker(config.WORKER_STALL_TIMEOUT * 1000);
   const tracing = await createTracing(config);
@@ -142,7 +150,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     const models = await createModelCatalog(config, providerPool, [new ModelCallObserver(metrics, tracing?.modelCalls)]);
     const mcp = await loadMcpToolset(config);
     cleanup.push(() => mcp.close());
-    const checkpoints = await openCheckpointBackend(config, { logger });
+    const checkpoints = await openCheckpointBackend(config, { logger, shortcuts });
     cleanup.push(() => checkpoints.close());
     metrics.recordBuild(serviceVersion(), checkpoints.kind);
     const observability = await createObservabilityBackend(config);
@@ -154,6 +162,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       checkpointer: new TimedSaver(checkpoints.saver, checkpoints.kind, metrics.checkpointDuration, tracing),
       toolsFor: mcp.toolsFor,
       callbacks: observability.callbacks,
+      shortcuts,
     });
     const strangers = mcp.unknownAgents(registry.agents.keys());
     if (strangers.length) {
@@ -186,6 +195,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       models,
       mcp,
       observability,
+      shortcuts,
       feedback,
       metrics,
       tracing,

@@ -2,6 +2,7 @@ import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { ActiveShortcuts } from "../config/library-shortcuts.ts";
 import { startupRefusalText } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import type { ModelCatalog } from "../models/catalog.ts";
@@ -37,6 +38,8 @@ export interface RegistryDependencies {
    * `runId` and `metadata` set in prepareRun.
    */
   readonly callbacks?: readonly BaseCallbackHandler[];
+  /** Whether the service graphs take the incremental messages reducer (decided at startup). */
+  readonly shortcuts: Pick<ActiveShortcuts, "incrementalMessagesReducer">;
 }
 
 const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -86,7 +89,7 @@ export async function buildAgentRegistry(deps: RegistryDependencies): Promise<Ag
       agents.set(agent.name, Object.freeze({
         name: agent.name,
         description: agent.description,
-        graph: serviceGraph(graph, deps.checkpointer, deps.callbacks),
+        graph: serviceGraph(graph, deps.checkpointer, deps.callbacks, deps.shortcuts),
         supportsModelSelection: agent.supportsModelSelection ?? false,
       }));
     } catch (error) {

@@ -1,6 +1,7 @@
 import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { BinaryOperatorAggregate, messagesStateReducer } from "@langchain/langgraph";
+import { NO_SHORTCUTS, type ActiveShortcuts } from "../config/library-shortcuts.ts";
 import type { CompiledGraph } from "./agent.ts";
 import { incrementalMessagesReducer } from "./incremental-messages.ts";
 
@@ -13,14 +14,16 @@ function isPregel(graph: CompiledGraph): boolean {
  * The graph the service runs for an agent: a copy of the agent's compiled graph with the service's
  * checkpointer and, after the agent's own callback handlers, the service's (tracing). The agent's
  * own object is left as it was, so two runtimes in one process never rebind each other's graph.
- * When its `messages` channel uses LangGraph's messages reducer, the copy's channel uses the
- * incremental reducer: the same results, at the cost of each step's messages rather than of the
- * whole conversation.
+ * When its `messages` channel uses LangGraph's messages reducer and the incrementalMessagesReducer
+ * shortcut is on (src/config/library-shortcuts.ts: it reads the channel's internals), the copy's
+ * channel uses the incremental reducer: the same results, at the cost of each step's messages
+ * rather than of the whole conversation. Off, the copy keeps LangGraph's reducer.
  */
 export function serviceGraph(
   graph: CompiledGraph,
   checkpointer: BaseCheckpointSaver,
   callbacks: readonly BaseCallbackHandler[] = [],
+  shortcuts: Pick<ActiveShortcuts, "incrementalMessagesReducer"> = NO_SHORTCUTS,
 ): CompiledGraph {
   const own = graph.config?.callbacks;
   if (callbacks.length > 0 && own !== undefined && !Array.isArray(own)) {
@@ -36,7 +39,7 @@ export function serviceGraph(
   }
   copy.checkpointer = checkpointer;
   const messages: unknown = copy.channels?.messages;
-  if (messages instanceof BinaryOperatorAggregate && messages.operator === messagesStateReducer) {
+  if (shortcuts.incrementalMessagesReducer && messages instanceof BinaryOperatorAggregate && messages.operator === messagesStateReducer) {
     const { initialValueFactory } = messages as unknown as { initialValueFactory?: () => unknown };
     copy.channels = {
       ...copy.channels,

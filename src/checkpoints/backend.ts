@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type Database from "better-sqlite3";
 import type pg from "pg";
 import { MemorySaver, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { NO_SHORTCUTS, type ActiveShortcuts } from "../config/library-shortcuts.ts";
 import type { Config, ServerdbConfig } from "../config/schema.ts";
 import type { Logger } from "../observability/logger.ts";
 import { DatabaseUnavailableError, describeDatabaseFailure, isDatabaseFailure, type DatabaseBackend } from "./database-errors.ts";
@@ -10,12 +11,12 @@ import { GuardedIdempotencyStore, GuardedThreadIndex } from "./guarded-stores.ts
 import { MemoryIdempotencyStore, PostgresIdempotencyStore, SqliteIdempotencyStore, type IdempotencyStore } from "./idempotency-store.ts";
 import { MemoryMessageRows, PostgresMessageRows, SqliteMessageRows } from "./message-rows.ts";
 import { MessageStoreSaver } from "./message-store.ts";
-import { BatchedPostgresSaver } from "./pg-saver.ts";
+import { postgresSaver, postgresWriter } from "./pg-saver.ts";
 import { withSetupLock } from "./pg-transaction.ts";
 import { ReadableSerde } from "./readable-serde.ts";
 import { createServerPool } from "./server-pool.ts";
 import { openSqliteFile } from "./sqlite-file.ts";
-import { SqliteFileSaver } from "./sqlite-saver.ts";
+import { sqliteFileSavers } from "./sqlite-saver.ts";
 import { MemoryThreadIndex, type ThreadIndex } from "./thread-index.ts";
 import { PostgresThreadIndex, SqliteThreadIndex } from "./thread-index-sql.ts";
 
@@ -44,6 +45,8 @@ export interface CheckpointBackend {
 
 export interface BackendHooks {
   readonly logger: Logger;
+  /** Whether the database savers write with their own statements (decided at startup); default: the library's savers. */
+  readonly shortcuts?: Pick<ActiveShortcuts, "sqliteSaverWrites" | "postgresSaverWrites">;
 }
 
 /** Connections per worker for the server database. */
@@ -98,7 +101,9 @@ export async function openCheckpointBackend(config: Config, hooks: BackendHooks)
   }
   const kind: DatabaseBackend = config.MEMORY_BACKEND;
   const logger = hooks.logger.child({ backend: kind });
-  const database = config.MEMORY_BACKEND === "filedb" ? fileDatabase(config) : serverDatabase(config, logger);
+  const shortcuts = hooks.shortcuts ?? NO_SHORTCUTS;
+  const database =
+    config.MEMORY_BACKEND === "filedb" ? fileDatabase(config, shortcuts.sqliteSaverWrites) : serverDatabase(config, logger, shortcuts.postgresSaverWrites);
   const gate = new DatabaseGate(kind, new ReadableSerde());
   const setup = new SetupLoop(database, gate, logger);
   try {
@@ -182,19 +187,19 @@ class SetupLoop {
 }
 
 /** The SQLite file (FILEDB_DB_PATH): one connection per worker, in WAL mode. */
-function fileDatabase(config: Config): CheckpointDatabase {
+function fileDatabase(config: Config, saverShortcut: boolean): CheckpointDatabase {
   let db: Database.Database | undefined;
   let closed = false;
   return {
     async connect(serde) {
-      let saver: SqliteFileSaver | undefined;
+      let savers: ReturnType<typeof sqliteFileSavers> | undefined;
       let rows: SqliteMessageRows | undefined;
       let threads: SqliteThreadIndex | undefined;
       let idempotency: SqliteIdempotencyStore | undefined;
       const opened = await openSqliteFile(config.FILEDB_DB_PATH, Math.round(config.FILEDB_BUSY_TIMEOUT * 1000), (handle) => {
         rows = new SqliteMessageRows(handle);
         threads = new SqliteThreadIndex(handle);
-        saver = new SqliteFileSaver(handle, serde, rows, threads);
+        savers = sqliteFileSavers(handle, serde, rows, threads, saverShortcut);
         idempotency = new SqliteIdempotencyStore(handle);
       });
       if (closed) {
@@ -202,7 +207,7 @@ function fileDatabase(config: Config): CheckpointDatabase {
         throw new Error("the backend was closed");
       }
       db = opened;
-      return { saver: saver!, writer: saver!, rows: rows!, threads: threads!, idempotency: idempotency! };
+      return { saver: savers!.saver, writer: savers!.writer, rows: rows!, threads: threads!, idempotency: idempotency! };
     },
     async ping() {
       db?.prepare("SELECT 1").get();
@@ -216,7 +221,7 @@ function fileDatabase(config: Config): CheckpointDatabase {
 }
 
 /** PostgreSQL (DATABASE_URL, SERVERDB_SCHEMA): one bounded pool per worker. */
-function serverDatabase(config: ServerdbConfig, logger: Logger): CheckpointDatabase {
+function serverDatabase(config: ServerdbConfig, logger: Logger, saverShortcut: boolean): CheckpointDatabase {
   const schema = config.SERVERDB_SCHEMA;
   const shouldLog = throttle(LOG_INTERVAL_MS);
   const pool: pg.Pool = createServerPool({
@@ -231,7 +236,7 @@ function serverDatabase(config: ServerdbConfig, logger: Logger): CheckpointDatab
   });
   return {
     async connect(serde) {
-      const saver = new BatchedPostgresSaver(pool, serde, schema);
+      const saver = postgresSaver(pool, serde, schema, saverShortcut);
       // The saver's migrations run under the lock; they use their own pooled connection.
       await withSetupLock(pool, `agenthost:setup:${schema}`, () => saver.setup());
       const rows = new PostgresMessageRows(pool, schema);
@@ -240,7 +245,7 @@ function serverDatabase(config: ServerdbConfig, logger: Logger): CheckpointDatab
       await threads.setup();
       const idempotency = new PostgresIdempotencyStore(pool, schema);
       await idempotency.setup();
-      return { saver, writer: saver, rows, threads, idempotency };
+      return { saver, writer: postgresWriter(saver, rows, threads), rows, threads, idempotency };
     },
     async ping() {
       await pool.query("SELECT 1");

@@ -1,10 +1,17 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { WRITES_IDX_MAP, type ChannelVersions, type Checkpoint, type CheckpointMetadata, type PendingWrite, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import {
+  WRITES_IDX_MAP,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointMetadata,
+  type PendingWrite,
+  type SerializerProtocol,
+} from "@langchain/langgraph-checkpoint";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import type pg from "pg";
-import type { CheckpointWrite, CheckpointWriter } from "./checkpoint-writer.ts";
-import { MESSAGE_TABLE } from "./message-rows.ts";
-import { THREAD_TABLE } from "./thread-index.ts";
+import { sequentialWriter, type CheckpointWrite, type CheckpointWriter } from "./checkpoint-writer.ts";
+import { MESSAGE_TABLE, type MessageRows } from "./message-rows.ts";
+import { THREAD_TABLE, type ThreadIndex } from "./thread-index.ts";
 import { COLUMNS as THREAD_COLUMNS, UPSERT_TAIL as THREAD_UPSERT_TAIL } from "./thread-index-sql.ts";
 
 /**
@@ -16,6 +23,10 @@ import { COLUMNS as THREAD_COLUMNS, UPSERT_TAIL as THREAD_UPSERT_TAIL } from "./
  *
  * As the message store's writer, the same statement also stores the checkpoint's new message rows
  * and its conversation-list entry: one round trip, all or nothing.
+ *
+ * It writes the library's tables with its own statements and serialises with the library's
+ * protected `_dump*` methods: the postgresSaverWrites shortcut (src/config/library-shortcuts.ts),
+ * taken only at the version of @langchain/langgraph-checkpoint-postgres it was written for.
  */
 export class BatchedPostgresSaver extends PostgresSaver implements CheckpointWriter {
   private readonly upsertCheckpoint: string;
@@ -119,4 +130,18 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)`;
       rows.map((r) => Buffer.from(r[7].buffer, r[7].byteOffset, r[7].byteLength)),
     ]);
   }
+}
+
+/** The PostgreSQL saver: the batched one with the postgresSaverWrites shortcut, else LangGraph's PostgresSaver. */
+export function postgresSaver(connections: pg.Pool, serde: SerializerProtocol, schema: string, shortcut: boolean): PostgresSaver {
+  return shortcut ? new BatchedPostgresSaver(connections, serde, schema) : new PostgresSaver(connections, serde, { schema });
+}
+
+/**
+ * The message store's writer for `saver`: the batched saver itself (one statement), or for the
+ * library's saver the message rows, the checkpoint and its list entry one after the other (the rows
+ * first, the list entry last; a failure in between can leave rows no checkpoint names).
+ */
+export function postgresWriter(saver: PostgresSaver, rows: MessageRows, threads: ThreadIndex): CheckpointWriter {
+  return saver instanceof BatchedPostgresSaver ? saver : sequentialWriter(saver, rows, threads);
 }

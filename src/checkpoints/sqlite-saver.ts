@@ -1,8 +1,16 @@
 import type Database from "better-sqlite3";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { copyCheckpoint, WRITES_IDX_MAP, type Checkpoint, type CheckpointMetadata, type PendingWrite, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import {
+  copyCheckpoint,
+  WRITES_IDX_MAP,
+  type BaseCheckpointSaver,
+  type Checkpoint,
+  type CheckpointMetadata,
+  type PendingWrite,
+  type SerializerProtocol,
+} from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-import type { CheckpointWrite, CheckpointWriter } from "./checkpoint-writer.ts";
+import { sequentialWriter, type CheckpointWrite, type CheckpointWriter } from "./checkpoint-writer.ts";
 import type { SqliteMessageRows } from "./message-rows.ts";
 import type { SqliteThreadIndex } from "./thread-index-sql.ts";
 
@@ -13,6 +21,10 @@ import type { SqliteThreadIndex } from "./thread-index-sql.ts";
  * one commit to the WAL where there were three. Same tables, same rows, same conflict rules (a test
  * stores one conversation through both savers and compares the rows); reads are the library's.
  * Its schema is created when it is built, inside openSqliteFile's transaction, not on first use.
+ *
+ * It writes the library's tables with its own statements, so it relies on the library's schema and
+ * conflict rules: the sqliteSaverWrites shortcut (src/config/library-shortcuts.ts), taken only at
+ * the version of @langchain/langgraph-checkpoint-sqlite it was written for (see sqliteFileSavers).
  */
 export class SqliteFileSaver extends SqliteSaver implements CheckpointWriter {
   private readonly insertCheckpoint: Database.Statement;
@@ -79,4 +91,27 @@ export class SqliteFileSaver extends SqliteSaver implements CheckpointWriter {
     );
     this.storeWrites(statement, rows);
   }
+}
+
+/**
+ * The SQLite file's saver and the message store's writer. With the sqliteSaverWrites shortcut, one
+ * SqliteFileSaver is both. Without it, LangGraph's own SqliteSaver (its schema created on first
+ * use, as the library does), and the message rows, the checkpoint and its list entry written one
+ * after the other, in three transactions: the rows first, so a checkpoint never names rows that
+ * are not stored, the list entry last, so the list never shows a checkpoint that was not; a failure
+ * in between can leave rows no checkpoint names.
+ */
+export function sqliteFileSavers(
+  db: Database.Database,
+  serde: SerializerProtocol,
+  rows: SqliteMessageRows,
+  threads: SqliteThreadIndex,
+  shortcut: boolean,
+): { readonly saver: BaseCheckpointSaver; readonly writer: CheckpointWriter } {
+  if (shortcut) {
+    const saver = new SqliteFileSaver(db, serde, rows, threads);
+    return { saver, writer: saver };
+  }
+  const saver = new SqliteSaver(db, serde);
+  return { saver, writer: sequentialWriter(saver, rows, threads) };
 }

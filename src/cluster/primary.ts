@@ -1,9 +1,9 @@
 import cluster, { type Worker } from "node:cluster";
 import type http from "node:http";
 import type { AddressInfo } from "node:net";
+import { decideLibraryShortcuts } from "../config/library-shortcuts.ts";
 import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
-import { routeRedisClientWarnings } from "../observability/library-warnings.ts";
 import { connectionProblemForLog, createLogger, logFatalErrors, type Logger } from "../observability/logger.ts";
 import { PrimaryMetrics, renderClusterMetrics, type MetricsJson } from "../observability/metrics.ts";
 import { LeaseReaper } from "../admission/locks/lease-reaper.ts";
@@ -69,7 +69,8 @@ export async function runPrimary(): Promise<void> {
   }
   const logger = createLogger(config).child({ role: "primary" });
   logFatalErrors(logger);
-  routeRedisClientWarnings(logger);
+  // One warning per library shortcut left off for a version; the workers decide alike and log theirs at debug.
+  decideLibraryShortcuts(config.LIBRARY_SHORTCUTS, logger);
   const supervisor = new Supervisor(config, logger);
   await supervisor.start();
 }

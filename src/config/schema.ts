@@ -133,6 +133,8 @@ export const configShape = {
       .pipe(z.array(z.string().regex(/^(\*|https?:\/\/[^/\s?#]+)$/, { error: "lists something that is not an origin (scheme://host[:port]) or *" })))
       .default([]),
   ),
+  // Library internals taken over for speed (src/config/library-shortcuts.ts); false: the libraries' own code.
+  LIBRARY_SHORTCUTS: bool(true),
 
   // Cluster supervision (the primary and its workers)
   WORKER_LIVENESS_INTERVAL: seconds(3, 0.1),

@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { Duplex } from "node:stream";
 import type { Express } from "express";
+import { NO_SHORTCUTS, type ActiveShortcuts } from "../config/library-shortcuts.ts";
 import type { Config } from "../config/schema.ts";
 import { ApiError } from "./api-error.ts";
 import type { Logger } from "../observability/logger.ts";
@@ -81,7 +82,9 @@ function refuseExpectation(_req: http.IncomingMessage, res: http.ServerResponse)
  * objects built by a plain function whose `prototype` is Express's did the same. Objects of a
  * class do not: here each is made by a subclass of Node's own, whose prototype is put in front of
  * Express's once, and the app is given that prototype as its own, so Express's per-request call
- * finds it already in place and changes nothing.
+ * finds it already in place and changes nothing. This relies on how Express 5 sets prototypes (its
+ * `app.request` and `app.response`, and its per-request Object.setPrototypeOf): the expressPrototypes
+ * shortcut (src/config/library-shortcuts.ts), taken only at the Express version it was written for.
  */
 function appMessages(app: Express): Pick<http.ServerOptions, "IncomingMessage" | "ServerResponse"> {
   class AppRequest extends http.IncomingMessage {}
@@ -116,17 +119,20 @@ function oneRequestPerConnection(app: Express): http.RequestListener {
 /**
  * Listen on HOST:PORT; resolves once the port is bound. Reading a request (headers and body) is
  * bounded by REQUEST_BODY_TIMEOUT (at most REQUEST_TIMEOUT); once a request has arrived, Node's
- * timeouts no longer apply to it, and its response takes as long as REQUEST_TIMEOUT allows.
+ * timeouts no longer apply to it, and its response takes as long as REQUEST_TIMEOUT allows. With
+ * the expressPrototypes shortcut on, the server makes requests and responses with the app's
+ * prototypes (appMessages, which re-points the app's); off (the default), Node's own, as Express expects.
  */
 export function listen(
   app: Express,
   config: Pick<Config, "HOST" | "PORT" | "REQUEST_BODY_TIMEOUT" | "REQUEST_TIMEOUT">,
   logger?: Logger,
+  shortcuts: Pick<ActiveShortcuts, "expressPrototypes"> = NO_SHORTCUTS,
 ): Promise<http.Server> {
   const bodyTimeoutMs = requestReadTimeoutMs(config);
   const server = http.createServer(
     {
-      ...appMessages(app),
+      ...(shortcuts.expressPrototypes ? appMessages(app) : {}),
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
       // Counted from a request's first byte, so idle keep-alive time never runs into it.
       headersTimeout: Math.ceil(bodyTimeoutMs),

@@ -23,7 +23,10 @@ import { _CONTEXT_VARIABLES_KEY as CONTEXT_VARIABLES_KEY, AsyncLocalStorageProvi
  * (`tracingFromEnvironment`; LangChain would then add a tracer itself).
  *
  * This replaces a method of a process-wide singleton, once per process: every LangChain run in the
- * process takes the short path, and sees no difference but its cost.
+ * process takes the short path, and sees no difference but its cost. It relies on LangChain's and
+ * LangSmith's internals (the RunTree's fields, the `lc:child_config` key, the tracer's name): the
+ * untracedRunContext shortcut (src/config/library-shortcuts.ts), which the runtime installs only
+ * at the versions it was written for and while LIBRARY_SHORTCUTS allows it.
  */
 export interface UntracedRunContextOptions {
   /** Whether LangChain's tracing variables (LANGSMITH_TRACING and its older names) are "true". */

@@ -7,7 +7,6 @@ import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import { createApp } from "../http/app.ts";
 import { listen } from "../http/server.ts";
-import { routeRedisClientWarnings } from "../observability/library-warnings.ts";
 import { createLogger, logFatalErrors } from "../observability/logger.ts";
 import { buildRuntime, type WorkerRuntime } from "../runtime.ts";
 import { answerPrimary } from "./primary-link.ts";
@@ -69,8 +68,6 @@ export async function runWorker(): Promise<void> {
     config = loadConfig();
     const logger = inCluster ? createLogger(config).child({ worker: cluster.worker!.id }) : createLogger(config);
     logFatalErrors(logger);
-    // Under the primary, which has already warned about REDIS_URL, the workers' copies are debug lines.
-    routeRedisClientWarnings(logger, inCluster ? "debug" : "warn");
     runtime = await buildRuntime(config, { logger });
   } catch (error) {
     return refuseToStart(error);
@@ -78,7 +75,7 @@ export async function runWorker(): Promise<void> {
   runtime.metrics.collectProcessMetrics();
   let server: http.Server;
   try {
-    server = await listen(createApp(runtime), config, runtime.logger);
+    server = await listen(createApp(runtime), config, runtime.logger, runtime.shortcuts);
   } catch (error) {
     // Under the primary the port was checked before the fork; a worker started alone checks here.
     return refuseToStart(new Error(`agenthost cannot start: ${portRefusal(error, config).message}`));

@@ -46,7 +46,7 @@ export async function startService(
   });
   const logger = createLogger(config, sink);
   const runtime = await buildRuntime(config, { logger, ...overrides });
-  const server: http.Server = await listen(createApp(runtime), config, logger);
+  const server: http.Server = await listen(createApp(runtime), config, logger, runtime.shortcuts);
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,

@@ -3,7 +3,11 @@ import assert from "node:assert/strict";
 import { JsonPlusSerializer, type BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import pg from "pg";
-import { BatchedPostgresSaver } from "../../src/checkpoints/pg-saver.ts";
+import { ownerConfigurable } from "../../src/checkpoints/conversation-owner-key.ts";
+import { PostgresMessageRows } from "../../src/checkpoints/message-rows.ts";
+import { MessageStoreSaver } from "../../src/checkpoints/message-store.ts";
+import { BatchedPostgresSaver, postgresSaver, postgresWriter } from "../../src/checkpoints/pg-saver.ts";
+import { PostgresThreadIndex } from "../../src/checkpoints/thread-index-sql.ts";
 import { DATABASE_URL, dropSchema, uniqueSchema } from "../helpers/postgres.ts";
 import { converseWithInterrupt } from "../helpers/saver-conversation.ts";
 
@@ -35,9 +39,9 @@ function countedPool(): { pool: pg.Pool; statements: () => number } {
 }
 
 /** The shared conversation on `saver`: how many statements it took, and the history read back. */
-async function converse(saver: BaseCheckpointSaver, statements: () => number) {
+async function converse(saver: BaseCheckpointSaver, statements: () => number, configurable?: Record<string, unknown>) {
   const before = statements();
-  const conversation = await converseWithInterrupt(saver);
+  const conversation = await converseWithInterrupt(saver, configurable);
   const used = statements() - before;
   return { used, history: await conversation.history() };
 }
@@ -75,4 +79,31 @@ test("the batched saver stores what LangGraph's PostgresSaver stores, in one sta
 
   // Three runs: each reads its thread once, then writes every step's checkpoint and writes.
   assert.ok(fromBatched.used * 2 <= fromLibrary.used, `at most half the statements: ${fromBatched.used} vs ${fromLibrary.used}`);
+});
+
+test("postgresSaverWrites off: LangGraph's own PostgresSaver under the message store stores the same checkpoints, message rows and list entry", async () => {
+  const stored = async (shortcut: boolean) => {
+    const schema = uniqueSchema(shortcut ? "pgshort" : "pgown");
+    schemas.push(schema);
+    const { pool, statements } = countedPool();
+    const saver = postgresSaver(pool, new JsonPlusSerializer(), schema, shortcut);
+    assert.equal(saver instanceof BatchedPostgresSaver, shortcut);
+    await saver.setup();
+    const rows = new PostgresMessageRows(pool, schema);
+    await rows.setup();
+    const threads = new PostgresThreadIndex(pool, schema);
+    await threads.setup();
+    const writer = postgresWriter(saver, rows, threads);
+    assert.equal((writer as unknown) === saver, shortcut);
+    const store = new MessageStoreSaver(saver, rows, 1_000, threads, writer);
+    const { used, history } = await converse(store, statements, ownerConfigurable("u", "agent", "public-t"));
+    const messages = await pool.query(`SELECT thread_id, message_key, message FROM "${schema}".agenthost_messages ORDER BY message_key`);
+    const listed = await pool.query(`SELECT thread_id, user_id, agent_id, public_thread_id, title, message_count FROM "${schema}".agenthost_threads`);
+    return { used, stored: { history, shape: await tableShape(schema), messages: messages.rows, listed: listed.rows } };
+  };
+  const library = await stored(false);
+  const service = await stored(true);
+  assert.ok(library.stored.messages.length >= 3 && library.stored.listed.length === 1);
+  assert.deepEqual(service.stored, library.stored);
+  assert.ok(service.used * 2 <= library.used, `at most half the statements: ${service.used} vs ${library.used}`);
 });

@@ -6,8 +6,10 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { ownerConfigurable } from "../../src/checkpoints/conversation-owner-key.ts";
+import { MessageStoreSaver } from "../../src/checkpoints/message-store.ts";
 import { SqliteMessageRows } from "../../src/checkpoints/message-rows.ts";
-import { SqliteFileSaver } from "../../src/checkpoints/sqlite-saver.ts";
+import { SqliteFileSaver, sqliteFileSavers } from "../../src/checkpoints/sqlite-saver.ts";
 import { SqliteThreadIndex } from "../../src/checkpoints/thread-index-sql.ts";
 import { converseWithInterrupt } from "../helpers/saver-conversation.ts";
 
@@ -60,4 +62,25 @@ test("each SqliteSaver refusal holds: no thread id, no checkpoint id for writes"
   const checkpoint = { v: 4, id: "c1", ts: "", channel_values: {}, channel_versions: {}, versions_seen: {} };
   await assert.rejects(saver.put({ configurable: {} }, checkpoint, { source: "input", step: -1, parents: {} }), /thread_id/);
   await assert.rejects(saver.putWrites({ configurable: { thread_id: "t" } }, [["messages", []]], "task"), /checkpoint_id/);
+});
+
+test("sqliteSaverWrites off: LangGraph's own SqliteSaver under the message store stores the same checkpoints, message rows and list entry", async () => {
+  const stored = async (shortcut: boolean) => {
+    const db = open(`store-${shortcut}.sqlite`);
+    const rows = new SqliteMessageRows(db);
+    const threads = new SqliteThreadIndex(db);
+    const { saver, writer } = sqliteFileSavers(db, new JsonPlusSerializer(), rows, threads, shortcut);
+    assert.equal(saver instanceof SqliteFileSaver, shortcut, shortcut ? "the service's saver" : "the library's saver");
+    assert.ok(saver instanceof SqliteSaver);
+    assert.equal((writer as unknown) === saver, shortcut, "the library's saver is not the message store's writer");
+    const store = new MessageStoreSaver(saver, rows, 1_000, threads, writer);
+    const history = await (await converseWithInterrupt(store, ownerConfigurable("u", "agent", "public-t"))).history();
+    const messages = db.prepare("SELECT thread_id, message_key, message FROM agenthost_messages ORDER BY message_key").all();
+    const listed = db.prepare("SELECT thread_id, user_id, agent_id, public_thread_id, title, message_count FROM agenthost_threads").all();
+    return { history, rows: rowsOf(db), messages, listed };
+  };
+  const library = await stored(false);
+  const service = await stored(true);
+  assert.ok(library.messages.length >= 3 && library.listed.length === 1);
+  assert.deepEqual(service, library);
 });

@@ -98,13 +98,17 @@ test("it leaves the lists it is given as they were and does not hand out the sam
   assert.deepEqual(incrementalMessagesReducer(forkA, [human("A", "again")]).map((m) => m.content), ["q 1", "a 2", "q 3", "again"]);
 });
 
-test("the service runs a copy of an agent's graph with the incremental reducer; the agent's graph is untouched", async () => {
-  const graph = new StateGraph(MessagesAnnotation)
+function seenGraph() {
+  return new StateGraph(MessagesAnnotation)
     .addNode("answer", (state: typeof MessagesAnnotation.State) => ({ messages: [new AIMessage(`seen ${state.messages.length}`)] }))
     .addEdge("__start__", "answer")
     .compile();
+}
+
+test("the service runs a copy of an agent's graph with the incremental reducer; the agent's graph is untouched", async () => {
+  const graph = seenGraph();
   const saver = new MemorySaver();
-  const served = serviceGraph(graph, saver);
+  const served = serviceGraph(graph, saver, [], { incrementalMessagesReducer: true });
   assert.notEqual(served, graph);
   assert.equal(graph.checkpointer, undefined);
   assert.equal((graph.channels.messages as BinaryOperatorAggregate<unknown, unknown>).operator, messagesStateReducer);
@@ -115,4 +119,21 @@ test("the service runs a copy of an agent's graph with the incremental reducer; 
   await served.invoke({ messages: [new HumanMessage("one")] }, config);
   const state = await served.invoke({ messages: [new HumanMessage("two")] }, config);
   assert.deepEqual(state.messages.map((m: BaseMessage) => m.content), ["one", "seen 1", "two", "seen 3"]);
+});
+
+test("with the shortcut off (the default) the copy keeps LangGraph's reducer, and both copies give the same states", async () => {
+  const graph = seenGraph();
+  const library = serviceGraph(graph, new MemorySaver());
+  const incremental = serviceGraph(graph, new MemorySaver(), [], { incrementalMessagesReducer: true });
+  assert.equal((library.channels.messages as BinaryOperatorAggregate<unknown, unknown>).operator, messagesStateReducer);
+  const states = async (served: typeof library) => {
+    const config = { configurable: { thread_id: "t" } };
+    const seen = [];
+    for (const input of [[human("1")], [human("2"), ai("3")], [human("1", "edited")], [new RemoveMessage({ id: "3" })]]) {
+      const state = await served.invoke({ messages: input }, config);
+      seen.push(state.messages.map((m: BaseMessage) => [m.getType(), m.content, m.id?.length]));
+    }
+    return seen;
+  };
+  assert.deepEqual(await states(incremental), await states(library));
 });

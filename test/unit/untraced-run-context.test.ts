@@ -82,6 +82,27 @@ test("installed: nodes see their config, a RunTree with tracing off, traceable, 
   }
 });
 
+test("what a node can see of its run context is the same on LangChain's path and on the short one", async () => {
+  const observed = (seen: Seen[]) =>
+    seen.map((step) => ({
+      threadId: step.threadId,
+      isRunTree: isRunTree(step.runTree),
+      tracingEnabled: step.runTree.tracingEnabled,
+      traced: step.traced,
+      contextAfterSet: step.contextAfterSet,
+      nested: step.nested,
+      metadata: step.runTree.extra.metadata as unknown,
+      childRuns: step.runTree.child_runs.map((child) => child.name),
+    }));
+  uninstallUntracedRunContext();
+  const own = observed(await runReporting());
+  installUntracedRunContext({ tracingFromEnvironment: false });
+  const short = observed(await runReporting());
+  uninstallUntracedRunContext();
+  assert.equal(own.length, 2);
+  assert.deepEqual(short, own);
+});
+
 /** A handler with the name LangChain looks for (the LangSmith tracer's). */
 class NamedTracer extends BaseCallbackHandler {
   name = "langchain_tracer";
