@@ -1,12 +1,60 @@
 #!/usr/bin/env node
-// Fails when the modules under src/ import each other in a cycle (type-only imports included:
-// layers only look down). Reads each file's import and export specifiers with the TypeScript
-// compiler's pre-processor; only relative specifiers name our own modules.
+// Fails when the modules under src/ import each other in a cycle (type-only imports included), or
+// when a module imports one of a higher layer (docs/architecture.md, "Layers"). Reads each file's
+// import and export specifiers with the TypeScript compiler's pre-processor; only relative
+// specifiers name our own modules.
 import { readdirSync, readFileSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import ts from "typescript";
 
 const root = resolve(process.argv[2] ?? "src");
+
+/**
+ * The layers, highest first; a module may import its own layer and those below. A path ending in
+ * `/` names a folder, any other a file; the longest that matches a module places it. Keep in step
+ * with the table in docs/architecture.md.
+ */
+const LAYERS = [
+  ["entry points", ["cluster/main.ts", "ui/main.ts", "maintenance/cli.ts"]],
+  ["processes", ["cluster/", "worker/", "maintenance/", "ui/"]],
+  ["composition root", ["runtime.ts"]],
+  ["HTTP", ["http/"]],
+  ["conversations", ["conversations/"]],
+  ["runs", ["runs/"]],
+  ["domain services", ["agents/", "models/", "checkpoints/", "feedback/", "auth/", "admission/"]],
+  ["contract", ["contract/"]],
+  ["foundations", ["config/", "errors/", "observability/", "client/"]],
+];
+
+/**
+ * Imports that still run up the layers, each with why, while they are being removed (issue 30).
+ * The check fails when one of them is gone too, so this list only shrinks.
+ */
+const EXCEPTIONS = [
+  ["http/app.ts", "runtime.ts", "the Runtime type the routes serve with is declared in the composition root"],
+  ["http/middleware/admission.ts", "runtime.ts", "the Runtime type"],
+  ["http/middleware/authenticate.ts", "runtime.ts", "the Runtime type"],
+  ["http/middleware/body-deadline.ts", "runtime.ts", "the Runtime type"],
+  ["http/middleware/request-context.ts", "runtime.ts", "the Runtime type"],
+  ["http/routes/health.ts", "runtime.ts", "the Runtime type"],
+  ["http/routes/services.ts", "runtime.ts", "the Runtime type"],
+  ["runtime.ts", "cluster/protocol.ts", "the worker's IPC channel to the primary, for its locks' leases"],
+  ["runtime.ts", "worker/run-tracker.ts", "the stalled-run tracker lives with the worker process"],
+  ["admission/locks/primary-lock.ts", "cluster/protocol.ts", "the IPC channel and messages live with the supervisor"],
+  ["runs/cancel/default-canceller.ts", "cluster/protocol.ts", "the IPC channel lives with the supervisor"],
+  ["runs/cancel/primary-canceller.ts", "cluster/protocol.ts", "the IPC channel and messages live with the supervisor"],
+  ["runs/stream-log/default-stream-logs.ts", "cluster/protocol.ts", "the IPC channel lives with the supervisor"],
+  ["runs/stream-log/primary-event-log.ts", "cluster/protocol.ts", "the IPC channel and messages live with the supervisor"],
+  ["errors/classify.ts", "checkpoints/readable-serde.ts", "run failures are classified in the foundations"],
+  ["errors/classify.ts", "checkpoints/database-errors.ts", "run failures are classified in the foundations"],
+  ["errors/classify.ts", "models/provider-errors.ts", "run failures are classified in the foundations"],
+  ["contract/requests.ts", "checkpoints/conversation-owner-key.ts", "a reserved configurable key is declared with the storage"],
+  ["contract/requests.ts", "models/request-model-key.ts", "a reserved configurable key is declared with the models"],
+  ["observability/metrics.ts", "admission/locks/conversation-lock.ts", "the lock metrics decorator is written in the metrics"],
+  ["observability/metrics.ts", "admission/locks/lock-decorator.ts", "the lock metrics decorator is written in the metrics"],
+  ["observability/tracing.ts", "admission/locks/lock-decorator.ts", "the lock wait span is a lock decorator"],
+  ["observability/otel-tracing.ts", "admission/locks/lock-decorator.ts", "the lock wait span is a lock decorator"],
+];
 
 function sources(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -38,9 +86,65 @@ function visit(file) {
 }
 for (const file of imports.keys()) visit(file);
 
-if (cycles.length) {
-  console.error(`${cycles.length} import cycle(s) under ${relative(process.cwd(), root)}/:`);
-  for (const cycle of cycles) console.error(`  ${cycle.map((f) => relative(root, f)).join(" -> ")}`);
-  process.exit(1);
+/** The module's path under the root, with `/` separators. */
+const name = (file) => relative(root, file).split(sep).join("/");
+
+/** The layer's rank (0 is the highest) and name, or undefined for a module no layer names. */
+function layerOf(module) {
+  let best;
+  LAYERS.forEach(([layer, paths], rank) => {
+    for (const p of paths) {
+      const matches = p.endsWith("/") ? module.startsWith(p) : module === p;
+      if (matches && (!best || p.length > best.length)) best = { rank, layer, length: p.length };
+    }
+  });
+  return best;
 }
-console.log(`no import cycles among ${imports.size} modules under ${relative(process.cwd(), root)}/`);
+
+const unplaced = [];
+const upward = [];
+const excused = new Set();
+for (const [file, targets] of imports) {
+  const from = name(file);
+  const fromLayer = layerOf(from);
+  if (!fromLayer) {
+    unplaced.push(from);
+    continue;
+  }
+  for (const target of targets) {
+    const to = name(target);
+    const toLayer = layerOf(to);
+    if (!toLayer || toLayer.rank >= fromLayer.rank) continue;
+    const exception = EXCEPTIONS.find(([a, b]) => a === from && b === to);
+    if (exception) excused.add(exception);
+    else upward.push(`${from} (${fromLayer.layer}) -> ${to} (${toLayer.layer})`);
+  }
+}
+const stale = EXCEPTIONS.filter((exception) => !excused.has(exception));
+
+let failed = false;
+if (cycles.length) {
+  failed = true;
+  console.error(`${cycles.length} import cycle(s) under ${relative(process.cwd(), root)}/:`);
+  for (const cycle of cycles) console.error(`  ${cycle.map((f) => name(f)).join(" -> ")}`);
+}
+if (unplaced.length) {
+  failed = true;
+  console.error(`${unplaced.length} module(s) in no layer (add their folder to LAYERS in scripts/check-cycles.mjs):`);
+  for (const module of unplaced) console.error(`  ${module}`);
+}
+if (upward.length) {
+  failed = true;
+  console.error(`${upward.length} import(s) up the layers (docs/architecture.md, "Layers"):`);
+  for (const line of upward) console.error(`  ${line}`);
+}
+if (stale.length) {
+  failed = true;
+  console.error(`${stale.length} exception(s) no longer needed (remove them from EXCEPTIONS in scripts/check-cycles.mjs):`);
+  for (const [from, to] of stale) console.error(`  ${from} -> ${to}`);
+}
+if (failed) process.exit(1);
+console.log(
+  `no import cycles and no imports up the layers among ${imports.size} modules under ${relative(process.cwd(), root)}/` +
+    (EXCEPTIONS.length ? ` (${EXCEPTIONS.length} listed exceptions)` : ""),
+);
