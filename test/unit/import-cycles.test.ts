@@ -1,5 +1,5 @@
 // scripts/check-cycles.mjs, which npm test runs over src/: it names a cycle, type-only and
-// re-exports included, and passes a tree without one.
+// re-exports included, and an import up the layers, and passes a tree without either.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -39,4 +39,16 @@ test("modules that only look down pass", () => {
     "lib/low.ts": "export const low = 1;\n",
   });
   assert.equal(result.status, 0, result.stderr);
+});
+
+test("an import up the layers is named with both layers; one down, or within a layer, passes", () => {
+  const result = check({
+    "errors/classify.ts": 'import type { Row } from "../checkpoints/rows.ts";\nexport type E = Row;\n',
+    "checkpoints/rows.ts": 'import { code } from "../errors/codes.ts";\nimport { model } from "../models/model.ts";\nexport type Row = typeof code | typeof model;\n',
+    "errors/codes.ts": "export const code = 1;\n",
+    "models/model.ts": "export const model = 2;\n",
+  });
+  assert.equal(result.status, 1);
+  assert.match(result.stderr, /1 import\(s\) up the layers/);
+  assert.match(result.stderr, /errors\/classify\.ts \(foundations\) -> checkpoints\/rows\.ts \(domain services\)/);
 });
