@@ -12,7 +12,7 @@ import {
   type PendingWrite,
 } from "@langchain/langgraph-checkpoint";
 import { sequentialWriter, type CheckpointWriter, type ThreadListing } from "./checkpoint-writer.ts";
-import { conversationOwnerOf } from "./conversation-owner-key.ts";
+import { conversationOwnerOf } from "../contract/conversation-owner-key.ts";
 import type { MessageRows } from "./message-rows.ts";
 import { summaryOf, type ThreadIndex } from "./thread-index.ts";
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { CONVERSATION_OWNER_KEY } from "../checkpoints/conversation-owner-key.ts";
-import { REQUEST_MODEL_KEY } from "../models/request-model-key.ts";
+import { CONVERSATION_OWNER_KEY } from "./conversation-owner-key.ts";
+import { REQUEST_MODEL_KEY } from "./request-model-key.ts";
 import { BOUNDS_NOTE, boundedJson, boundedRecord } from "./json-bounds.ts";
 import { identifier, optional, userIdField } from "./fields.ts";
 import { messageContentSchema, messageInputSchema } from "./messages.ts";

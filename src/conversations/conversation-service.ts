@@ -4,8 +4,8 @@ import type { RegisteredAgent } from "../agents/agent.ts";
 import type { AgentRegistry } from "../agents/registry.ts";
 import { effectiveUserId, type Principal } from "../auth/principal.ts";
 import { storageKey } from "../auth/storage-key.ts";
-import { classifyRunError } from "../errors/classify.ts";
 import { ServiceError } from "../errors/service-error.ts";
+import { classifyRunError } from "../runs/run-failure.ts";
 
 /** One conversation: whose it is, with which agent, under which public thread id and storage key. */
 export interface Conversation {

@@ -1,5 +1,5 @@
-import { ownerConfigurable } from "../checkpoints/conversation-owner-key.ts";
 import { appendMessages, clearHistory, conversationHead, readHistoryPage } from "../checkpoints/history.ts";
+import { ownerConfigurable } from "../contract/conversation-owner-key.ts";
 import type { MessageInput } from "../contract/messages.ts";
 import { HISTORY_MAX_LIMIT } from "../contract/requests.ts";
 import type { HistoryPage } from "../contract/responses.ts";

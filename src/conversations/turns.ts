@@ -1,10 +1,10 @@
 import { conversationHead, ensureRoomForRun, forgetUnsavedChanges, type ConversationHead } from "../checkpoints/history.ts";
 import type { ChatMessage, StreamEvent } from "../contract/messages.ts";
-import { classifyRunError } from "../errors/classify.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import { invokeRun, streamRun } from "../runs/execute.ts";
 import type { ActiveRuns } from "../runs/cancel/active-runs.ts";
 import type { PreparedRun } from "../runs/prepare.ts";
+import { classifyRunError } from "../runs/run-failure.ts";
 import type { Conversation, ConversationService, HeldConversation } from "./conversation-service.ts";
 
 /** Work done under the conversation lock before the run starts (a resume aims at what is pending). */

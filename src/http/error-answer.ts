@@ -1,4 +1,4 @@
-import { classifyStorageError } from "../errors/classify.ts";
+import { classifyStorageError } from "../checkpoints/storage-failure.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import { ApiError } from "./api-error.ts";
 

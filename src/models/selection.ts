@@ -1,7 +1,7 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { createMiddleware } from "langchain";
-import { REQUEST_MODEL_KEY } from "./request-model-key.ts";
+import { REQUEST_MODEL_KEY } from "../contract/request-model-key.ts";
 
 /*
  * How a request's model reaches the graph. The service resolves `model_config_key` or

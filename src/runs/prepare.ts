@@ -3,13 +3,13 @@ import type { BaseMessage } from "@langchain/core/messages";
 import type { Command, LangGraphRunnableConfig } from "@langchain/langgraph";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import { signFeedbackProof } from "../auth/feedback-proof.ts";
-import { ownerConfigurable } from "../checkpoints/conversation-owner-key.ts";
+import { ownerConfigurable } from "../contract/conversation-owner-key.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Config } from "../config/schema.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import type { InvokeRequest } from "../contract/requests.ts";
 import type { ModelCatalog } from "../models/catalog.ts";
-import { REQUEST_MODEL_KEY } from "../models/request-model-key.ts";
+import { REQUEST_MODEL_KEY } from "../contract/request-model-key.ts";
 import { humanMessageFrom } from "./message-mapping.ts";
 
 /** The conversation a run belongs to, as the conversation service resolved it. */

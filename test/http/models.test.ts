@@ -5,7 +5,7 @@ import { after, before, describe, test } from "node:test";
 import { ConfigError, loadConfig } from "../../src/config/load.ts";
 import { FakeChatModel } from "../../src/models/fake-chat-model.ts";
 import { createProviderHttpPool, poolSettings } from "../../src/models/http-pool.ts";
-import { REQUEST_MODEL_KEY } from "../../src/models/request-model-key.ts";
+import { REQUEST_MODEL_KEY } from "../../src/contract/request-model-key.ts";
 import { waitFor } from "../helpers/raw-http.ts";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
 import { FAKE_PROVIDER_ANSWER, FAKE_PROVIDER_KEY, startFakeProvider, type FakeProvider } from "../fixtures/providers/fake-provider.ts";

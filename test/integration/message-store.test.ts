@@ -12,7 +12,7 @@ import pg from "pg";
 import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage } from "@langchain/core/messages";
 import { MessagesAnnotation, REMOVE_ALL_MESSAGES, StateGraph } from "@langchain/langgraph";
 import { JsonPlusSerializer, MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
-import { ownerConfigurable } from "../../src/checkpoints/conversation-owner-key.ts";
+import { ownerConfigurable } from "../../src/contract/conversation-owner-key.ts";
 import { MemoryMessageRows, PostgresMessageRows, SqliteMessageRows, type MessageRows } from "../../src/checkpoints/message-rows.ts";
 import { isMessageRefs, MessageStoreSaver } from "../../src/checkpoints/message-store.ts";
 import { BatchedPostgresSaver } from "../../src/checkpoints/pg-saver.ts";

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { JsonPlusSerializer, type BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import pg from "pg";
-import { ownerConfigurable } from "../../src/checkpoints/conversation-owner-key.ts";
+import { ownerConfigurable } from "../../src/contract/conversation-owner-key.ts";
 import { PostgresMessageRows } from "../../src/checkpoints/message-rows.ts";
 import { MessageStoreSaver } from "../../src/checkpoints/message-store.ts";
 import { BatchedPostgresSaver, postgresSaver, postgresWriter } from "../../src/checkpoints/pg-saver.ts";

@@ -6,7 +6,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-import { ownerConfigurable } from "../../src/checkpoints/conversation-owner-key.ts";
+import { ownerConfigurable } from "../../src/contract/conversation-owner-key.ts";
 import { MessageStoreSaver } from "../../src/checkpoints/message-store.ts";
 import { SqliteMessageRows } from "../../src/checkpoints/message-rows.ts";
 import { SqliteFileSaver, sqliteFileSavers } from "../../src/checkpoints/sqlite-saver.ts";

@@ -7,10 +7,12 @@ import { GraphRecursionError } from "@langchain/langgraph";
 import pg from "pg";
 import { DatabaseUnavailableError } from "../../src/checkpoints/database-errors.ts";
 import { UnreadableCheckpointError } from "../../src/checkpoints/readable-serde.ts";
-import { classifyRunError, classifyStorageError, RunAborted } from "../../src/errors/classify.ts";
+import { classifyStorageError } from "../../src/checkpoints/storage-failure.ts";
+import { RunAborted } from "../../src/errors/classify.ts";
 import { ServiceError } from "../../src/errors/service-error.ts";
 import type { ApiError } from "../../src/http/api-error.ts";
 import { toApiError } from "../../src/http/error-answer.ts";
+import { classifyRunError } from "../../src/runs/run-failure.ts";
 
 const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
 const rateLimited = Object.assign(new (class RateLimitError extends Error {})("429 from the provider"), { status: 429 });

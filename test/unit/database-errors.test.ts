@@ -9,7 +9,7 @@ import {
   isDatabaseError,
   isDatabaseFailure,
 } from "../../src/checkpoints/database-errors.ts";
-import { classifyRunError } from "../../src/errors/classify.ts";
+import { classifyRunError } from "../../src/runs/run-failure.ts";
 
 const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
 

@@ -2,8 +2,8 @@
  * The `configurable` key under which a run (and a history append) tells the checkpoint saver whose
  * conversation it writes: `{ agent_id, thread_id }` with the public thread id; the user is
  * `configurable.user_id`. The message store records it in the conversation list (thread-index.ts).
- * Reserved: `agent_config` may not set it. On its own so that the request contract can name it
- * without loading the storage code.
+ * Reserved: `agent_config` may not set it (requests.ts), so it is part of the contract; the runs
+ * (runs/prepare.ts) and history appends write it, the message store reads it.
  */
 export const CONVERSATION_OWNER_KEY = "agenthost_conversation";
 
