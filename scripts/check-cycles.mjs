@@ -24,7 +24,7 @@ const LAYERS = [
   ["HTTP", ["http/"]],
   ["conversations", ["conversations/"]],
   ["runs", ["runs/"]],
-  ["domain services", ["agents/", "models/", "checkpoints/", "feedback/", "auth/", "admission/"]],
+  ["domain services", ["agents/", "models/", "checkpoints/", "feedback/", "auth/", "admission/", "coordination/"]],
   ["contract", ["contract/"]],
   ["foundations", ["config/", "errors/", "observability/", "client/"]],
 ];
@@ -44,7 +44,7 @@ const EXCEPTIONS = [
   ["runtime.ts", "cluster/protocol.ts", "the worker's IPC channel to the primary, for its locks' leases"],
   ["runtime.ts", "worker/run-tracker.ts", "the stalled-run tracker lives with the worker process"],
   ["admission/locks/primary-lock.ts", "cluster/protocol.ts", "the IPC channel and messages live with the supervisor"],
-  ["runs/cancel/default-canceller.ts", "cluster/protocol.ts", "the IPC channel lives with the supervisor"],
+  ["coordination/scope.ts", "cluster/protocol.ts", "the IPC channel lives with the supervisor"],
   ["runs/cancel/primary-canceller.ts", "cluster/protocol.ts", "the IPC channel and messages live with the supervisor"],
   ["runs/stream-log/default-stream-logs.ts", "cluster/protocol.ts", "the IPC channel lives with the supervisor"],
   ["runs/stream-log/primary-event-log.ts", "cluster/protocol.ts", "the IPC channel and messages live with the supervisor"],

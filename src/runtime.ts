@@ -6,6 +6,7 @@ import { MemoryConversationLock } from "./admission/locks/memory-lock.ts";
 import { PrimaryConversationLock } from "./admission/locks/primary-lock.ts";
 import { RedisConversationLock, type LeaseEvent } from "./admission/locks/redis-lock.ts";
 import { workerChannel } from "./cluster/protocol.ts";
+import { closeScope, coordinationScope, type CoordinationScope } from "./coordination/scope.ts";
 import { countLockOutcomes, ServiceMetrics } from "./observability/metrics.ts";
 import { RunTracker } from "./worker/run-tracker.ts";
 import { ActiveRuns } from "./runs/cancel/active-runs.ts";
@@ -26,7 +27,7 @@ import { ConfigError } from "./config/load.ts";
 import { loadMcpToolset, McpToolsError, type McpToolset } from "./agents/mcp-tools.ts";
 import { createModelCatalog, type ModelCatalog } from "./models/catalog.ts";
 import { createProviderHttpPool } from "./models/http-pool.ts";
-import { connectionProblemForLog, createLogger, type Logger } from "./observability/logger.ts";
+import { createLogger, type Logger } from "./observability/logger.ts";
 import { serviceVersion } from "./observability/build.ts";
 import { ModelCallObserver } from "./observability/model-calls.ts";
 import { createTracing } from "./observability/load-tracing.ts";
@@ -89,7 +90,7 @@ export interface WorkerRuntime extends Runtime {
 export interface RuntimeOverrides {
   readonly logger?: Logger;
   /** The lock implementation; defaults to `defaultConversationLock`. */
-  readonly locks?: (config: Config) => ConversationLock;
+  readonly locks?: (config: Config, scope: CoordinationScope) => ConversationLock;
   /** Run the feedback queue consumer in this process (default true; workers/jobs.ts runs it alone). */
   readonly consumeFeedbackQueue?: boolean;
   readonly metrics?: ServiceMetrics;
@@ -107,25 +108,27 @@ function reportLease(event: LeaseEvent): void {
 
 /**
  * This process's own lock table for the memory backend: its conversations live in this one process
- * (it runs one worker), so no other process can hold one. Otherwise Redis when REDIS_URL is set;
- * else the primary's broker in a cluster worker; else this process.
+ * (it runs one worker), so no other process can hold one. Otherwise as far as the process's
+ * coordination reaches: Redis, the primary's broker, or this process.
  */
-export function defaultConversationLock(config: Config, logger: Logger): ConversationLock {
+export function defaultConversationLock(config: Config, scope: CoordinationScope): ConversationLock {
   const policy = { waitMs: config.THREAD_QUEUE_TIMEOUT * 1000, maxWaiters: config.THREAD_QUEUE_MAX_WAITERS };
   if (config.MEMORY_BACKEND === "memory") return new MemoryConversationLock(policy);
-  if (config.REDIS_URL) {
-    return new RedisConversationLock({
-      url: config.REDIS_URL,
-      keyPrefix: `${config.REDIS_KEY_PREFIX}:`,
-      leaseMs: Math.round(config.REDIS_LOCK_LEASE * 1000),
-      policy,
-      onError: (error) => logger.warn(connectionProblemForLog(error), "redis connection problem"),
-      // Under the primary, report leases so it can release this worker's if it dies.
-      onLease: cluster.isWorker ? reportLease : undefined,
-    });
+  switch (scope.kind) {
+    case "redis":
+      return new RedisConversationLock({
+        link: scope.link,
+        keyPrefix: scope.keyPrefix,
+        leaseMs: Math.round(config.REDIS_LOCK_LEASE * 1000),
+        policy,
+        // Under the primary, report leases so it can release this worker's if it dies.
+        onLease: cluster.isWorker ? reportLease : undefined,
+      });
+    case "primary":
+      return new PrimaryConversationLock(scope.channel, policy);
+    case "process":
+      return new MemoryConversationLock(policy);
   }
-  if (cluster.isWorker) return new PrimaryConversationLock(workerChannel(), policy);
-  return new MemoryConversationLock(policy);
 }
 
 export async function buildRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<WorkerRuntime> {
@@ -169,13 +172,15 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       throw new McpToolsError(strangers.map((agent) => `MCP_AGENT_SERVERS names "${agent}", which is not a registered agent`));
     }
     const feedback = createFeedbackDelivery(config, observability, logger, { consume: overrides.consumeFeedbackQueue ?? true });
+    const scope = coordinationScope(config, logger);
+    cleanup.push(async () => closeScope(scope));
     const activeRuns = new ActiveRuns();
-    const canceller = defaultRunCanceller(config, logger, activeRuns);
+    const canceller = defaultRunCanceller(scope, activeRuns);
     cleanup.push(() => canceller.close());
     const streamLogs = defaultStreamLogs(config, logger);
     cleanup.push(() => streamLogs.close());
     const locks = decorateLock(
-      overrides.locks?.(config) ?? defaultConversationLock(config, logger),
+      overrides.locks?.(config, scope) ?? defaultConversationLock(config, scope),
       countLockOutcomes(metrics),
       ...(tracing ? [tracing.lockWaits] : []),
     );
@@ -210,6 +215,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
         await locks.close();
         await canceller.close();
         await streamLogs.close();
+        closeScope(scope);
         await checkpoints.close();
         await mcp.close();
         await providerPool.close();

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MemoryConversationLock } from "../../src/admission/locks/memory-lock.ts";
 import { loadConfig } from "../../src/config/load.ts";
+import { closeScope, coordinationScope } from "../../src/coordination/scope.ts";
 import { createLogger } from "../../src/observability/logger.ts";
 import { defaultConversationLock } from "../../src/runtime.ts";
 
@@ -11,6 +12,12 @@ const logger = createLogger({ LOG_LEVEL: "error" });
 
 test("the memory backend locks in its own process, even with REDIS_URL set", async () => {
   const config = loadConfig({ AUTH_SECRET: "s3cret", USE_FAKE_MODEL: "true", MEMORY_BACKEND: "memory", REDIS_URL: "redis://127.0.0.1:1" });
-  const lock = defaultConversationLock(config, logger);
-  assert.ok(lock instanceof MemoryConversationLock, lock.constructor.name);
+  const scope = coordinationScope(config, logger);
+  try {
+    assert.equal(scope.kind, "redis", "cancels still reach every host");
+    const lock = defaultConversationLock(config, scope);
+    assert.ok(lock instanceof MemoryConversationLock, lock.constructor.name);
+  } finally {
+    closeScope(scope);
+  }
 });

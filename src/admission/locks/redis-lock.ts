@@ -1,27 +1,24 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
+import { openLink, type RedisLink, type RedisSource, type Subscription } from "../../coordination/redis-link.ts";
 import type { ConversationLock, LockOutcome, LockQueuePolicy } from "./conversation-lock.ts";
-import { connectRedis, throttledReport } from "./redis-connection.ts";
 import { RedisLease, type LeaseEvent, type LeaseTerms } from "./redis-lease.ts";
 import { lockKey, lockScripts, queueKey, releaseChannel, type LockScripts } from "./redis-lock-scripts.ts";
 
 export type { LeaseEvent } from "./redis-lease.ts";
 
-export interface RedisLockOptions {
-  readonly url: string;
+export type RedisLockOptions = RedisSource & {
   /** Prefix of every key and channel this lock uses (REDIS_KEY_PREFIX). */
   readonly keyPrefix: string;
   /** Lease time of one lock (REDIS_LOCK_LEASE): how long a crashed holder keeps a conversation. */
   readonly leaseMs: number;
   readonly policy: LockQueuePolicy;
-  /** Connection problems, at most one call per ten seconds. */
-  readonly onError?: (error: Error) => void;
   /**
    * Each lease taken (`held`) and given up (`dropped`, after its release reached Redis or when it
    * was lost), so a supervisor can release the leases of a process that died (see LeaseReaper).
    */
   readonly onLease?: (event: LeaseEvent) => void;
-}
+};
 
 /** How often a waiter looks again without a release message (covers leases that expired). */
 const POLL_MS = 200;
@@ -37,8 +34,11 @@ const CONNECT_WAIT_MS = 1_000;
  * look again every POLL_MS, which covers leases that expired because their host died.
  */
 export class RedisConversationLock implements ConversationLock {
+  private readonly link: RedisLink;
+  /** Whether the link is this lock's own (given a URL), closed with it. */
+  private readonly ownsLink: boolean;
   private readonly client: Redis;
-  private readonly subscriber: Redis;
+  private readonly released: Subscription;
   private readonly scripts: LockScripts;
   private readonly terms: LeaseTerms;
   private readonly channel: string;
@@ -46,14 +46,12 @@ export class RedisConversationLock implements ConversationLock {
   private readonly leases = new Set<RedisLease>();
 
   constructor(private readonly options: RedisLockOptions) {
-    const report = throttledReport(options.onError);
+    ({ link: this.link, owned: this.ownsLink } = openLink(options));
     // Fail fast while disconnected: a lock request answers 503 rather than hanging.
-    this.client = connectRedis(options.url, report, { enableOfflineQueue: false, commandTimeout: 2_000 });
-    this.subscriber = connectRedis(options.url, report);
+    this.client = this.link.commands;
 
     this.channel = releaseChannel(options.keyPrefix);
-    this.subscriber.subscribe(this.channel).catch(() => {});
-    this.subscriber.on("message", (_channel: string, key: string) => {
+    this.released = this.link.subscribe(this.channel, (key) => {
       for (const wake of this.sleepers.get(key) ?? []) wake();
     });
 
@@ -154,7 +152,7 @@ export class RedisConversationLock implements ConversationLock {
   async close(): Promise<void> {
     for (const set of this.sleepers.values()) for (const wake of set) wake();
     for (const lease of this.leases) lease.lose();
-    this.client.disconnect();
-    this.subscriber.disconnect();
+    this.released.unsubscribe();
+    if (this.ownsLink) this.link.close();
   }
 }

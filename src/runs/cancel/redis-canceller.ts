@@ -1,18 +1,16 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { connectRedis, throttledReport } from "../../admission/locks/redis-connection.ts";
+import { openLink, type RedisLink, type RedisSource, type Subscription } from "../../coordination/redis-link.ts";
 import type { ActiveRuns } from "./active-runs.ts";
 import type { RunCanceller } from "./run-canceller.ts";
 
 /** How long a cancel waits for every process's answer before answering with what it has. */
 const ANSWER_WAIT_MS = 1_000;
 
-export interface RedisCancellerOptions {
-  readonly url: string;
+export type RedisCancellerOptions = RedisSource & {
   /** REDIS_KEY_PREFIX with its separator. */
   readonly keyPrefix: string;
-  readonly onError?: (error: Error) => void;
-}
+};
 
 interface StopRequest {
   readonly key: string;
@@ -41,10 +39,13 @@ function parse<T>(text: string): T | undefined {
  * and after ANSWER_WAIT_MS at the latest.
  */
 export class RedisRunCanceller implements RunCanceller {
+  private readonly link: RedisLink;
+  /** Whether the link is this canceller's own (given a URL), closed with it. */
+  private readonly ownsLink: boolean;
   private readonly client: Redis;
-  private readonly subscriber: Redis;
   private readonly stopChannel: string;
   private readonly replyChannel: string;
+  private readonly subscriptions: readonly Subscription[];
   private readonly subscribed: Promise<unknown>;
   /** Cancels waiting for answers: count one answer, or give up at once. */
   private readonly pending = new Map<string, { answer(answer: StopAnswer): void; giveUp(): void }>();
@@ -53,19 +54,18 @@ export class RedisRunCanceller implements RunCanceller {
     options: RedisCancellerOptions,
     private readonly active: ActiveRuns,
   ) {
-    const report = throttledReport(options.onError);
-    this.client = connectRedis(options.url, report, { enableOfflineQueue: false, commandTimeout: 2_000 });
-    this.subscriber = connectRedis(options.url, report);
+    ({ link: this.link, owned: this.ownsLink } = openLink(options));
+    this.client = this.link.commands;
     this.stopChannel = `${options.keyPrefix}run-stop`;
     this.replyChannel = `${options.keyPrefix}run-stop-reply:${randomUUID()}`;
-    this.subscribed = this.subscriber.subscribe(this.stopChannel, this.replyChannel).catch(() => {});
-    this.subscriber.on("message", (channel: string, text: string) => {
-      if (channel === this.stopChannel) this.onStop(text);
-      else if (channel === this.replyChannel) {
+    this.subscriptions = [
+      this.link.subscribe(this.stopChannel, (text) => this.onStop(text)),
+      this.link.subscribe(this.replyChannel, (text) => {
         const answer = parse<StopAnswer>(text);
         if (answer) this.pending.get(answer.id)?.answer(answer);
-      }
-    });
+      }),
+    ];
+    this.subscribed = Promise.all(this.subscriptions.map((subscription) => subscription.ready));
   }
 
   private onStop(text: string): void {
@@ -112,7 +112,7 @@ export class RedisRunCanceller implements RunCanceller {
 
   async close(): Promise<void> {
     for (const waiting of this.pending.values()) waiting.giveUp();
-    this.client.disconnect();
-    this.subscriber.disconnect();
+    for (const subscription of this.subscriptions) subscription.unsubscribe();
+    if (this.ownsLink) this.link.close();
   }
 }
