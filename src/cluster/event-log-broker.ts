@@ -1,5 +1,5 @@
-import type { RunEventWriter } from "../runs/stream-log/event-log.ts";
-import { MemoryEventLog } from "../runs/stream-log/memory-event-log.ts";
+import { isLast, type RunEventWriter } from "../runs/stream-log/event-log.ts";
+import { MemoryEventLog, type MemoryEventLogOptions } from "../runs/stream-log/memory-event-log.ts";
 import { sendToWorker, type ReplyToWorker, type ToPrimary } from "./protocol.ts";
 
 interface Member {
@@ -19,8 +19,8 @@ export class EventLogBroker {
   private readonly log: MemoryEventLog;
   private readonly members = new Map<number, Member>();
 
-  constructor(limits: { ttlMs: number; maxAgeMs: number }) {
-    this.log = new MemoryEventLog(limits.ttlMs, limits.maxAgeMs);
+  constructor(limits: MemoryEventLogOptions) {
+    this.log = new MemoryEventLog(limits);
   }
 
   attach(workerId: number, reply: ReplyToWorker): void {
@@ -43,7 +43,7 @@ export class EventLogBroker {
     const member = this.members.get(workerId);
     switch (message.ah) {
       case "events.open":
-        member?.writers.set(message.runId, this.log.open(message.runId, message.key));
+        member?.writers.set(message.runId, this.log.open(message.runId, message.key, message.user));
         return true;
       case "events.append":
         member?.writers.get(message.runId)?.append(message.event);
@@ -75,7 +75,7 @@ export class EventLogBroker {
       for await (const entry of entries) {
         if (stop.signal.aborted) return;
         sendToWorker(member.reply, { ah: "events.entry", id, entry });
-        ended = "end" in entry;
+        ended = isLast(entry);
       }
       if (!ended && !stop.signal.aborted) sendToWorker(member.reply, { ah: "events.closed", id });
     } finally {

@@ -48,8 +48,8 @@ export type ToPrimary =
   | { ah: "run.cancel"; id: number; key: string }
   /** The answer to run.stop: the run stopped here, or null. */
   | { ah: "run.stopped"; id: number; runId: string | null }
-  /** Record a resumable run's events in the primary (runs/stream-log), so every worker can replay them. */
-  | { ah: "events.open"; runId: string; key: string }
+  /** Record a resumable run's events in the primary (runs/stream-log), so every worker can replay them; `user` for its size bounds. */
+  | { ah: "events.open"; runId: string; key: string; user: string }
   | { ah: "events.append"; runId: string; event: StreamEvent }
   | { ah: "events.end"; runId: string; clean: boolean }
   /** Read a run's events after `after`, live to the end; `events.stop` ends the read early. */

@@ -58,6 +58,6 @@ export class RunControl {
       throw new ServiceError("run_events_unavailable", { cause });
     }
     if (!entries) throw new ServiceError("run_events_not_found");
-    return { agent: agent.name, entries };
+    return { agent: agent.name, after, entries };
   }
 }

@@ -1,6 +1,7 @@
 // Cancel and resume across hosts: two primaries ("hosts") with two workers each, sharing one
 // PostgreSQL schema and one Redis key prefix. A cancel sent to one host stops the run on the other
-// (Redis pub/sub); a stream cut on one host resumes on the other from Redis Streams, and expires.
+// (Redis pub/sub); a stream cut on one host resumes on the other from Redis Streams (from past its
+// last event: an error at once), and expires.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
@@ -129,6 +130,14 @@ describe("cancel and resume across two hosts sharing PostgreSQL and Redis", () =
       jsonl.body.trim().split("\n").map((line) => (JSON.parse(line) as { seq: number }).seq),
       [4],
     );
+    // From the run's last event: its end. From past it: an error event at once, not a read held
+    // open (a slot and a Redis connection) until the record expires.
+    const atEnd = await request(hostB.url, "GET", path, undefined, { "last-event-id": "4" });
+    assert.deepEqual(parseSseFrames(atEnd.body), [{ id: undefined, data: "[DONE]" }], explain());
+    const past = parseSseFrames((await request(hostB.url, "GET", path, undefined, { "last-event-id": "5" })).body);
+    assert.equal(past.length, 1, explain());
+    assert.equal((JSON.parse(past[0]!.data) as { error_code: string }).error_code, "validation_failed");
+    assert.equal(await redis.exists(`${prefix}:run-events:${cut.runId}`), 1, "answered before the record expired");
     // Another conversation's address (the same run id under another thread) finds nothing.
     assert.equal((await request(hostB.url, "GET", `/steps-agent/runs/${cut.runId}/stream?thread_id=other`)).status, 404);
     await eventually(async () => (await request(hostB.url, "GET", path)).status === 404, 6_000, "the events expired");

@@ -1,6 +1,7 @@
 // Cancel and resume across the workers of one host (two workers, SQLite, no Redis): a cancel that
 // reaches the run's worker through the primary, and a resumable stream cut by a TCP proxy and
-// resumed on the other worker from the primary's record of its events.
+// resumed on the other worker from the primary's record of its events; the primary's record bounded
+// (issue 29 item 3) and a resume from the end of an ended run ending at once (item 8).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -19,7 +20,9 @@ describe("cancel and resume across the workers of one host", () => {
     cluster = await startCluster({
       MEMORY_BACKEND: "filedb",
       SQLITE_PATH: path.join(dir, "checkpoints.sqlite"),
-      AGENT_PATHS: JSON.stringify([STEPS_AGENT]),
+      AGENT_PATHS: JSON.stringify([STEPS_AGENT, "./test/fixtures/stream-agents.ts:spewAgent"]),
+      // The primary keeps at most 256 KiB of a run's events.
+      STREAM_RESUME_MAX_RUN_BYTES: String(256 * 1024),
     });
     pinned = await pinnedConnections(cluster, 2, 1);
   });
@@ -85,5 +88,33 @@ describe("cancel and resume across the workers of one host", () => {
     // Another user's token, or an unknown run, finds nothing.
     const unknown = await request(cluster.url, "GET", `/steps-agent/runs/${randomUUID()}/stream?thread_id=${thread}`, undefined, {}, other.agent);
     assert.equal(unknown.status, 404);
+  });
+
+  test("on the other worker: a resume from a run's last event ends at once with [DONE]; a run past the primary's bound is no longer kept, its live stream whole", async () => {
+    const [[onA], [onB]] = pinned as [[PinnedConnection], [PinnedConnection]];
+    const stream = (agent: string, body: Record<string, unknown>) =>
+      request(cluster.url, "POST", `/${agent}/stream`, { input: { message: "go" }, stream_tokens: false, stream_resumable: true, ...body }, {}, onA.agent);
+    const resume = (agent: string, runId: string, thread: string, last: number) =>
+      request(cluster.url, "GET", `/${agent}/runs/${runId}/stream?thread_id=${thread}`, undefined, { "last-event-id": String(last) }, onB.agent);
+
+    const thread = randomUUID();
+    const done = await stream("steps-agent", { thread_id: thread, agent_config: { steps: 1 } });
+    const frames = parseSseFrames(done.body);
+    assert.deepEqual(frames.map((frame) => frame.id), [1, 2, undefined]);
+    const runId = String(done.headers["x-run-id"]);
+    const atEnd = await resume("steps-agent", runId, thread, 2);
+    assert.equal(atEnd.status, 200, atEnd.body);
+    assert.deepEqual(parseSseFrames(atEnd.body), [{ id: undefined, data: "[DONE]" }]);
+    const past = parseSseFrames((await resume("steps-agent", runId, thread, 7)).body);
+    assert.equal((JSON.parse(past[0]!.data) as { error_code: string }).error_code, "validation_failed");
+
+    const big = randomUUID();
+    const spew = await stream("spew-agent", { thread_id: big, agent_config: { chunks: 3, chunk_bytes: 128 * 1024 } });
+    const live = parseSseFrames(spew.body);
+    assert.equal(live.length, 5, "three 128 KiB messages, the last message, [DONE]");
+    assert.equal(live.at(-1)!.data, "[DONE]");
+    const gone = parseSseFrames((await resume("spew-agent", String(spew.headers["x-run-id"]), big, 1)).body);
+    assert.equal(gone.length, 1);
+    assert.equal((JSON.parse(gone[0]!.data) as { error_code: string }).error_code, "run_events_not_found");
   });
 });

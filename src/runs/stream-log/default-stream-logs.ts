@@ -3,27 +3,34 @@ import { workerChannel } from "../../cluster/protocol.ts";
 import type { Config } from "../../config/schema.ts";
 import { connectionProblemForLog, type Logger } from "../../observability/logger.ts";
 import type { EventLog } from "./event-log.ts";
-import { MemoryEventLog } from "./memory-event-log.ts";
+import { MemoryEventLog, type MemoryEventLogOptions } from "./memory-event-log.ts";
 import { PrimaryEventLog } from "./primary-event-log.ts";
 import { RedisEventLog } from "./redis-event-log.ts";
 import { StreamLogs } from "./stream-logs.ts";
 
-/** How long a run's events may be kept at most: its deadline, then the resume window. */
-export function recordLimits(config: Config): { ttlMs: number; maxAgeMs: number } {
+/** How long a run's events may be kept at most (its deadline, then the resume window), and how many bytes. */
+export function recordLimits(config: Config): MemoryEventLogOptions {
   const ttlMs = config.STREAM_RESUME_TTL * 1000;
-  return { ttlMs, maxAgeMs: config.REQUEST_TIMEOUT * 1000 + ttlMs };
+  return {
+    ttlMs,
+    maxAgeMs: config.REQUEST_TIMEOUT * 1000 + ttlMs,
+    maxRunBytes: config.STREAM_RESUME_MAX_RUN_BYTES,
+    maxUserBytes: config.STREAM_RESUME_MAX_USER_BYTES,
+    maxTotalBytes: config.STREAM_RESUME_MAX_BYTES,
+  };
 }
 
-/** This process's record, shared through Redis Streams when REDIS_URL is set, else through the primary in a cluster worker. */
+/** Where this process keeps resumable runs' events: Redis Streams when REDIS_URL is set, else the primary in a cluster worker, else its own memory. */
 export function defaultStreamLogs(config: Config, logger: Logger): StreamLogs {
-  const { ttlMs, maxAgeMs } = recordLimits(config);
-  const local = new MemoryEventLog(ttlMs, maxAgeMs);
+  const limits = recordLimits(config);
   const report = (error: unknown) => logger.warn(connectionProblemForLog(error), "resumable stream record failed");
-  let shared: EventLog | undefined;
+  let log: EventLog;
   if (config.REDIS_URL) {
-    shared = new RedisEventLog({ url: config.REDIS_URL, keyPrefix: `${config.REDIS_KEY_PREFIX}:`, ttlMs, maxAgeMs, onError: report });
+    log = new RedisEventLog({ ...limits, url: config.REDIS_URL, keyPrefix: `${config.REDIS_KEY_PREFIX}:`, onError: report });
   } else if (cluster.isWorker) {
-    shared = new PrimaryEventLog(workerChannel());
+    log = new PrimaryEventLog(workerChannel(), limits.maxRunBytes);
+  } else {
+    log = new MemoryEventLog(limits);
   }
-  return new StreamLogs(local, shared, report);
+  return new StreamLogs(log, report);
 }

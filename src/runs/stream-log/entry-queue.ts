@@ -1,8 +1,9 @@
-import type { LogEntry, LogReader } from "./event-log.ts";
+import { isLast, type LogEntry, type LogReader } from "./event-log.ts";
 
 /**
- * Entries that arrive from elsewhere (the primary, Redis) handed to one reader in order: `push` as they
- * come, `close` when no more will; the reader's iteration ends after the end entry or the close.
+ * Entries that arrive from elsewhere (the primary; the run itself, for the stream that started it)
+ * handed to one reader in order: `push` as they come, `close` when no more will; the reader's iteration
+ * ends after the last entry (isLast) or the close.
  */
 export class EntryQueue {
   private readonly entries: LogEntry[] = [];
@@ -27,7 +28,7 @@ export class EntryQueue {
           const entry = queue.entries.shift();
           if (entry) {
             yield entry;
-            if ("end" in entry) return;
+            if (isLast(entry)) return;
             continue;
           }
           if (queue.closed) return;

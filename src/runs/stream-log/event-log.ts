@@ -8,7 +8,20 @@ import type { StreamEvent } from "../../contract/messages.ts";
 export type LogEntry =
   | { readonly seq: number; readonly event: StreamEvent }
   /** The run ended: `clean` after a clean end (SSE then sends `[DONE]`), false after an error event. */
-  | { readonly seq: number; readonly end: true; readonly clean: boolean };
+  | { readonly seq: number; readonly end: true; readonly clean: boolean }
+  /**
+   * The run's events are no longer kept: its record passed a size bound (STREAM_RESUME_MAX_*_BYTES)
+   * and was dropped. Every reader gets this in place of whatever it had not read yet, and nothing after.
+   */
+  | { readonly dropped: true };
+
+/** The dropped record's one entry. */
+export const DROPPED: LogEntry = Object.freeze({ dropped: true });
+
+/** Whether `entry` is the last a reader gets: the run's end, or its record dropped. */
+export function isLast(entry: LogEntry): boolean {
+  return "end" in entry || "dropped" in entry;
+}
 
 /** Records one run's events. Appends are ordered; `end` is called once, last. */
 export interface RunEventWriter {
@@ -16,17 +29,18 @@ export interface RunEventWriter {
   end(clean: boolean): void;
 }
 
-/** What a reader gets: the entries after the asked position, live until the end entry (included). */
+/** What a reader gets: the entries after the asked position, live until the last entry (included). */
 export type LogReader = AsyncIterable<LogEntry>;
 
 /** Where resumable runs' events are kept while they run and STREAM_RESUME_TTL seconds after they end. */
 export interface EventLog {
-  /** Start recording `runId`, a run on the conversation with storage key `key` (its owner's). */
-  open(runId: string, key: string): RunEventWriter;
+  /** Start recording `runId`, a run of `user` on the conversation with storage key `key` (its owner's). */
+  open(runId: string, key: string, user: string): RunEventWriter;
   /**
    * The entries of `runId` after sequence number `after`, live until the end; undefined when the run
    * is unknown here, has expired, or belongs to another conversation than `key` (so another user's run
-   * looks the same as none). Reading stops when `signal` aborts.
+   * looks the same as none). A run that has ended gives its end entry to every reader, also one whose
+   * `after` is at or past it, and a dropped record its DROPPED entry. Reading stops when `signal` aborts.
    */
   read(runId: string, key: string, after: number, signal: AbortSignal): Promise<LogReader | undefined>;
   close(): Promise<void>;
@@ -36,5 +50,7 @@ export interface EventLog {
 export interface RunReplay {
   /** The run's agent (for metrics and logs). */
   readonly agent: string;
+  /** The position the reader asked to start after (0 for the stream that started the run). */
+  readonly after: number;
   readonly entries: LogReader;
 }

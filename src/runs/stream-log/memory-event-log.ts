@@ -1,50 +1,83 @@
 import type { StreamEvent } from "../../contract/messages.ts";
-import type { EventLog, LogEntry, LogReader, RunEventWriter } from "./event-log.ts";
+import { DROPPED, type EventLog, type LogEntry, type LogReader, type RunEventWriter } from "./event-log.ts";
+import { entryBytes, RecordBudget, type BudgetedRecord, type RecordBounds } from "./record-budget.ts";
+
+export interface MemoryEventLogOptions extends RecordBounds {
+  /** STREAM_RESUME_TTL: how long a run is kept after it ended. */
+  readonly ttlMs: number;
+  /** The longest a run is kept if its end never comes (a worker that died). */
+  readonly maxAgeMs: number;
+}
 
 interface Recording {
   readonly key: string;
+  /** The entries kept, entry i with sequence number i + 1; emptied when the record is dropped. */
   readonly entries: LogEntry[];
+  /** The entries the run has made (kept or not). */
+  made: number;
   ended: boolean;
+  readonly budget: BudgetedRecord;
   /** Readers waiting for the next entry. */
   readonly wakers: Set<() => void>;
 }
 
 /**
- * Recorded runs in this process's memory: every run of a one-process service, the runs a cluster
- * worker serves itself, and (in the primary) every worker's runs of the host. A run is forgotten
- * `ttlMs` after it ended, or `maxAgeMs` after it began if its end never came (a worker that died).
+ * Recorded runs in this process's memory: every run of a one-process service, and (in the primary)
+ * every worker's runs of the host. A run is forgotten `ttlMs` after it ended, or `maxAgeMs` after it
+ * began if its end never came (a worker that died); a record that passes a size bound is dropped
+ * earlier (RecordBudget), leaving only its key, so a reader learns it is no longer kept.
  */
 export class MemoryEventLog implements EventLog {
   private readonly runs = new Map<string, Recording>();
   private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly budget: RecordBudget;
 
-  constructor(
-    private readonly ttlMs: number,
-    private readonly maxAgeMs: number,
-  ) {}
+  constructor(private readonly options: MemoryEventLogOptions) {
+    this.budget = new RecordBudget(options);
+  }
 
-  /** Runs recorded now (tests and diagnostics). */
+  /** Runs recorded now, dropped ones included (tests and diagnostics). */
   get size(): number {
     return this.runs.size;
   }
 
-  open(runId: string, key: string): RunEventWriter {
-    const recording: Recording = { key, entries: [], ended: false, wakers: new Set() };
+  /** The bytes of entries kept now (tests and diagnostics). */
+  get bytes(): number {
+    return this.budget.bytes;
+  }
+
+  open(runId: string, key: string, user: string): RunEventWriter {
+    const wakers = new Set<() => void>();
+    const entries: LogEntry[] = [];
+    const budget = this.budget.open(user, () => {
+      entries.length = 0;
+      for (const wake of wakers) wake();
+    });
+    const recording: Recording = { key, entries, made: 0, ended: false, budget, wakers };
     this.runs.set(runId, recording);
-    const forget = this.forgetLater(runId, recording, this.maxAgeMs);
-    const push = (entry: LogEntry) => {
-      if (recording.ended) return;
-      recording.entries.push(entry);
-      for (const wake of recording.wakers) wake();
+    const forget = this.forgetLater(runId, recording, this.options.maxAgeMs);
+    const push = (entry: LogEntry, json: number) => {
+      if (!this.budget.charge(budget, entryBytes(json))) return;
+      entries.push(entry);
+      for (const wake of wakers) wake();
     };
     return {
-      append: (event: StreamEvent) => push({ seq: recording.entries.length + 1, event }),
+      append: (event: StreamEvent) => {
+        if (recording.ended) return;
+        const seq = ++recording.made;
+        // Sized before it is kept: a dropped record keeps nothing, however large the event.
+        if (!budget.gone) push({ seq, event }, JSON.stringify(event).length);
+      },
       end: (clean: boolean) => {
-        push({ seq: recording.entries.length + 1, end: true, clean });
+        if (recording.ended) return;
+        const seq = ++recording.made;
+        if (!budget.gone) push({ seq, end: true, clean }, 0);
         recording.ended = true;
+        this.budget.ended(budget);
+        for (const wake of wakers) wake();
         clearTimeout(forget);
         this.timers.delete(forget);
-        this.forgetLater(runId, recording, this.ttlMs);
+        this.forgetLater(runId, recording, this.options.ttlMs);
       },
     };
   }
@@ -53,6 +86,7 @@ export class MemoryEventLog implements EventLog {
     const timer = setTimeout(() => {
       this.timers.delete(timer);
       if (this.runs.get(runId) === recording) this.runs.delete(runId);
+      this.budget.release(recording.budget);
       for (const wake of recording.wakers) wake();
     }, ms);
     timer.unref();
@@ -67,14 +101,25 @@ export class MemoryEventLog implements EventLog {
   }
 
   private async *follow(runId: string, recording: Recording, after: number, signal: AbortSignal): AsyncGenerator<LogEntry> {
+    const { entries } = recording;
     let next = Math.max(0, after);
     for (;;) {
-      while (next < recording.entries.length) {
-        const entry = recording.entries[next++]!;
+      if (recording.budget.dropped) {
+        yield DROPPED;
+        return;
+      }
+      while (next < entries.length) {
+        const entry = entries[next++]!;
         yield entry;
         if ("end" in entry) return;
       }
-      if (signal.aborted || recording.ended || this.runs.get(runId) !== recording) return;
+      if (recording.ended) {
+        // Asked from at or past the end entry: the end, at once.
+        const end = entries.at(-1);
+        if (end) yield end;
+        return;
+      }
+      if (signal.aborted || this.runs.get(runId) !== recording) return;
       await new Promise<void>((resolve) => {
         const wake = () => {
           recording.wakers.delete(wake);

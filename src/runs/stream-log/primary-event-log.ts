@@ -2,6 +2,7 @@ import type { Channel, ToPrimary, ToWorker } from "../../cluster/protocol.ts";
 import type { StreamEvent } from "../../contract/messages.ts";
 import { EntryQueue } from "./entry-queue.ts";
 import type { EventLog, LogReader, RunEventWriter } from "./event-log.ts";
+import { entryBytes } from "./record-budget.ts";
 
 /** How long a read waits for the primary to say whether it knows the run. */
 const FOUND_TIMEOUT_MS = 2_000;
@@ -13,14 +14,19 @@ interface Read {
 
 /**
  * Resumable runs' events kept by the primary (cluster/event-log-broker.ts), so a stream started on
- * one worker resumes on any other of the host without Redis.
+ * one worker resumes on any other of the host without Redis. The primary bounds what it keeps; a run
+ * past its own bound (`maxRunBytes`, counted as the primary counts it) is dropped there, so its later
+ * events are not sent at all.
  */
 export class PrimaryEventLog implements EventLog {
   private nextId = 1;
   private readonly reads = new Map<number, Read>();
   private closed = false;
 
-  constructor(private readonly channel: Channel<ToWorker, ToPrimary>) {
+  constructor(
+    private readonly channel: Channel<ToWorker, ToPrimary>,
+    private readonly maxRunBytes = Number.POSITIVE_INFINITY,
+  ) {
     channel.onMessage((message) => {
       switch (message.ah) {
         case "events.found":
@@ -50,10 +56,16 @@ export class PrimaryEventLog implements EventLog {
     this.channel.send(message);
   }
 
-  open(runId: string, key: string): RunEventWriter {
-    this.send({ ah: "events.open", runId, key });
+  open(runId: string, key: string, user: string): RunEventWriter {
+    this.send({ ah: "events.open", runId, key, user });
+    let bytes = 0;
     return {
-      append: (event: StreamEvent) => this.send({ ah: "events.append", runId, event }),
+      append: (event: StreamEvent) => {
+        // The event that passes the bound still goes: the primary drops the record when it counts it.
+        if (bytes > this.maxRunBytes) return;
+        bytes += entryBytes(JSON.stringify(event).length);
+        this.send({ ah: "events.append", runId, event });
+      },
       end: (clean: boolean) => this.send({ ah: "events.end", runId, clean }),
     };
   }

@@ -1,13 +1,17 @@
 import type { Redis } from "ioredis";
 import { connectRedis, throttledReport } from "../../admission/locks/redis-connection.ts";
 import type { StreamEvent } from "../../contract/messages.ts";
-import type { EventLog, LogEntry, LogReader, RunEventWriter } from "./event-log.ts";
+import { DROPPED, isLast, type EventLog, type LogEntry, type LogReader, type RunEventWriter } from "./event-log.ts";
+import { entryBytes, RecordBudget, type RecordBounds } from "./record-budget.ts";
 
-/** How long one blocking read waits before looking whether the run's events expired. */
+/** How long one blocking read waits before looking whether the run ended or its events expired. */
 const BLOCK_MS = 1_000;
 const BATCH = 200;
+/** The id of a dropped record's one entry: after every `0-<seq>`, so every reader gets it next. */
+const DROPPED_ID = "1-0";
+const DROPPED_JSON = JSON.stringify(DROPPED);
 
-export interface RedisEventLogOptions {
+export interface RedisEventLogOptions extends RecordBounds {
   readonly url: string;
   /** REDIS_KEY_PREFIX with its separator. */
   readonly keyPrefix: string;
@@ -23,15 +27,27 @@ export interface RedisEventLogOptions {
  * run (`<prefix>run-events:<run id>`) whose entry ids are `0-<seq>`, so reading after a sequence number
  * is reading after an id; the owning conversation's key is kept beside it (`<prefix>run-owner:<run id>`).
  * Both expire `maxAgeMs` after the run began, and STREAM_RESUME_TTL after it ended.
+ *
+ * Each process bounds the bytes it has written that Redis still keeps (RecordBudget, counted here as
+ * the runs are written and until their keys expire): a run whose record is dropped has its stream
+ * replaced by one DROPPED entry (id `1-0`), and nothing more is written for it.
  */
 export class RedisEventLog implements EventLog {
   private readonly client: Redis;
   private readonly readers = new Set<Redis>();
   private readonly report: (error: Error) => void;
+  private readonly budget: RecordBudget;
+  private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(private readonly options: RedisEventLogOptions) {
     this.report = throttledReport(options.onError);
     this.client = connectRedis(options.url, this.report, { enableOfflineQueue: false, commandTimeout: 2_000 });
+    this.budget = new RecordBudget(options);
+  }
+
+  /** The bytes this process has written that are still kept (tests and diagnostics). */
+  get bytes(): number {
+    return this.budget.bytes;
   }
 
   private eventsKey(runId: string): string {
@@ -42,22 +58,57 @@ export class RedisEventLog implements EventLog {
     return `${this.options.keyPrefix}run-owner:${runId}`;
   }
 
-  open(runId: string, key: string): RunEventWriter {
+  /** Run `release` once in `ms` (when Redis forgets what it counts), unless close comes first. */
+  private later(ms: number, release: () => void): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      release();
+    }, ms);
+    timer.unref();
+    this.timers.add(timer);
+    return timer;
+  }
+
+  open(runId: string, key: string, user: string): RunEventWriter {
     const events = this.eventsKey(runId);
     const owner = this.ownerKey(runId);
     const { ttlMs, maxAgeMs } = this.options;
     let seq = 0;
+    let ended = false;
     const failed = (error: Error) => this.report(error);
+    const budget = this.budget.open(user, () => {
+      // Commands on one connection run in order: appends already sent land first, then go.
+      this.client
+        .multi()
+        .del(events)
+        .xadd(events, DROPPED_ID, "e", DROPPED_JSON)
+        .pexpire(events, ended ? ttlMs : maxAgeMs)
+        .exec()
+        .catch(failed);
+    });
+    let release = this.later(maxAgeMs, () => this.budget.release(budget));
     this.client.set(owner, key, "PX", maxAgeMs).catch(failed);
-    const add = (entry: LogEntry, expireMs: number) => {
-      // Commands on one connection run in order, so the entries land in sequence.
-      this.client.multi().xadd(events, `0-${entry.seq}`, "e", JSON.stringify(entry)).pexpire(events, expireMs).exec().catch(failed);
+    const add = (entry: LogEntry & { seq: number }, expireMs: number) => {
+      const json = JSON.stringify(entry);
+      if (!this.budget.charge(budget, entryBytes(json.length))) return;
+      this.client.multi().xadd(events, `0-${entry.seq}`, "e", json).pexpire(events, expireMs).exec().catch(failed);
     };
     return {
-      append: (event: StreamEvent) => add({ seq: ++seq, event }, maxAgeMs),
+      append: (event: StreamEvent) => {
+        seq++;
+        if (!ended && !budget.gone) add({ seq, event }, maxAgeMs);
+      },
       end: (clean: boolean) => {
-        add({ seq: ++seq, end: true, clean }, ttlMs);
+        if (ended) return;
+        seq++;
+        if (!budget.gone) add({ seq, end: true, clean }, ttlMs);
+        ended = true;
+        this.budget.ended(budget);
+        if (budget.dropped) this.client.pexpire(events, ttlMs).catch(failed);
         this.client.pexpire(owner, ttlMs).catch(failed);
+        clearTimeout(release);
+        this.timers.delete(release);
+        release = this.later(ttlMs, () => this.budget.release(budget));
       },
     };
   }
@@ -76,24 +127,41 @@ export class RedisEventLog implements EventLog {
     const stop = () => connection.disconnect();
     signal.addEventListener("abort", stop, { once: true });
     const events = this.eventsKey(runId);
+    /** The run's end entry when the reader is at or past it (XREAD after it would wait for nothing). */
+    const endAtOrBefore = async (position: number): Promise<LogEntry | undefined> => {
+      const [newest] = (await connection.xrevrange(events, "+", "-", "COUNT", 1)) as Array<[string, string[]]>;
+      if (!newest) return undefined;
+      const entry = JSON.parse(newest[1][1]!) as LogEntry;
+      return "end" in entry && entry.seq <= position ? entry : undefined;
+    };
     let last = after;
     try {
+      const ended = await endAtOrBefore(last);
+      if (ended) {
+        yield ended;
+        return;
+      }
       for (;;) {
         if (signal.aborted) return;
         const answer = (await connection.xread("COUNT", BATCH, "BLOCK", BLOCK_MS, "STREAMS", events, `0-${last}`)) as
           | Array<[string, Array<[string, string[]]>]>
           | null;
         if (!answer) {
-          // Nothing new within BLOCK_MS: stop if the run's events are gone.
+          // Nothing new within BLOCK_MS: stop if the run's events are gone; end if the run ended meanwhile.
           if (!(await connection.exists(this.ownerKey(runId)))) return;
+          const end = await endAtOrBefore(last);
+          if (end) {
+            yield end;
+            return;
+          }
           continue;
         }
         for (const [, entries] of answer) {
           for (const [, fields] of entries) {
             const entry = JSON.parse(fields[1]!) as LogEntry;
-            last = entry.seq;
             yield entry;
-            if ("end" in entry) return;
+            if (isLast(entry)) return;
+            if ("seq" in entry) last = entry.seq;
           }
         }
       }
@@ -107,6 +175,8 @@ export class RedisEventLog implements EventLog {
   }
 
   async close(): Promise<void> {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
     for (const connection of this.readers) connection.disconnect();
     this.client.disconnect();
   }

@@ -1,55 +1,46 @@
 import type { StreamEvent } from "../../contract/messages.ts";
 import type { EventLog, LogReader, RunEventWriter } from "./event-log.ts";
-import type { MemoryEventLog } from "./memory-event-log.ts";
 
 /**
- * The resumable runs' events as this process keeps them: always in its own memory (the stream that
- * started the run reads them from there, so it never waits on another service), and, in a cluster or
- * with Redis, also where every worker can read them (the primary's log, or Redis Streams). A resume
- * looks here first, then there.
+ * The resumable runs' events as this process keeps them: in its own memory (one process), in the
+ * primary's (a cluster worker without Redis), or in Redis Streams; the one place every resume reads.
+ * The stream that started a run does not read them back: it gets its events straight from the run
+ * (http/resumable-stream.ts), so it never waits on another service and is never cut by a size bound.
+ * A record that cannot be written (the primary or Redis gone) is reported and the run goes on.
  */
 export class StreamLogs {
   constructor(
-    private readonly local: MemoryEventLog,
-    private readonly shared: EventLog | undefined,
-    private readonly onSharedError: (error: unknown) => void = () => {},
+    private readonly log: EventLog,
+    private readonly onWriteError: (error: unknown) => void = () => {},
   ) {}
 
-  open(runId: string, key: string): RunEventWriter {
-    const local = this.local.open(runId, key);
-    let shared: RunEventWriter | undefined;
+  open(runId: string, key: string, user: string): RunEventWriter {
+    let writer: RunEventWriter | undefined;
     try {
-      shared = this.shared?.open(runId, key);
+      writer = this.log.open(runId, key, user);
     } catch (error) {
-      this.onSharedError(error);
+      this.onWriteError(error);
     }
-    const both = (write: (writer: RunEventWriter) => void) => {
-      write(local);
-      if (!shared) return;
+    const write = (step: (writer: RunEventWriter) => void) => {
+      if (!writer) return;
       try {
-        write(shared);
+        step(writer);
       } catch (error) {
-        this.onSharedError(error);
+        this.onWriteError(error);
       }
     };
     return {
-      append: (event: StreamEvent) => both((writer) => writer.append(event)),
-      end: (clean: boolean) => both((writer) => writer.end(clean)),
+      append: (event: StreamEvent) => write((w) => w.append(event)),
+      end: (clean: boolean) => write((w) => w.end(clean)),
     };
   }
 
-  /** The run's entries from this process's own record (the stream that started it). */
-  readLocal(runId: string, key: string, after: number, signal: AbortSignal): Promise<LogReader | undefined> {
-    return this.local.read(runId, key, after, signal);
-  }
-
-  /** The run's entries wherever they are kept; undefined when no log knows the run for this conversation. */
-  async read(runId: string, key: string, after: number, signal: AbortSignal): Promise<LogReader | undefined> {
-    return (await this.local.read(runId, key, after, signal)) ?? (await this.shared?.read(runId, key, after, signal));
+  /** The run's entries after `after`; undefined when the log does not know the run for this conversation. */
+  read(runId: string, key: string, after: number, signal: AbortSignal): Promise<LogReader | undefined> {
+    return this.log.read(runId, key, after, signal);
   }
 
   async close(): Promise<void> {
-    await this.local.close();
-    await this.shared?.close();
+    await this.log.close();
   }
 }
