@@ -45,6 +45,7 @@ const EXCEPTIONS = [
   ["runtime.ts", "worker/run-tracker.ts", "the stalled-run tracker lives with the worker process"],
   ["admission/locks/primary-lock.ts", "cluster/protocol.ts", "the IPC channel and messages live with the supervisor"],
   ["coordination/scope.ts", "cluster/protocol.ts", "the IPC channel lives with the supervisor"],
+  ["coordination/channel-requests.ts", "cluster/protocol.ts", "the IPC channel type lives with the supervisor"],
   ["runs/cancel/primary-canceller.ts", "cluster/protocol.ts", "the IPC channel and messages live with the supervisor"],
   ["runs/stream-log/default-stream-logs.ts", "cluster/protocol.ts", "the IPC channel lives with the supervisor"],
   ["runs/stream-log/primary-event-log.ts", "cluster/protocol.ts", "the IPC channel and messages live with the supervisor"],

@@ -1,4 +1,5 @@
 import type { Channel, ToPrimary, ToWorker } from "../../cluster/protocol.ts";
+import { ChannelRequests } from "../../coordination/channel-requests.ts";
 import type { ActiveRuns } from "./active-runs.ts";
 import type { RunCanceller } from "./run-canceller.ts";
 
@@ -11,49 +12,30 @@ const ANSWER_TIMEOUT_MS = 2_000;
  * the primary's stop requests from the worker's own runs.
  */
 export class PrimaryRunCanceller implements RunCanceller {
-  private nextId = 1;
-  private readonly pending = new Map<number, (runId: string | undefined) => void>();
+  private readonly requests: ChannelRequests<ToWorker, ToPrimary>;
 
   constructor(
-    private readonly channel: Channel<ToWorker, ToPrimary>,
+    channel: Channel<ToWorker, ToPrimary>,
     private readonly active: ActiveRuns,
   ) {
+    this.requests = new ChannelRequests(channel, (message) => (message.ah === "run.cancelled" ? message.id : undefined));
     channel.onMessage((message) => {
-      if (message.ah === "run.stop") {
-        const runId = this.active.stop(message.key) ?? null;
-        this.send({ ah: "run.stopped", id: message.id, runId });
-      } else if (message.ah === "run.cancelled") {
-        this.pending.get(message.id)?.(message.runId ?? undefined);
-      }
-    });
-    channel.onClose(() => {
-      for (const done of this.pending.values()) done(undefined);
+      if (message.ah !== "run.stop") return;
+      const runId = this.active.stop(message.key) ?? null;
+      this.requests.send({ ah: "run.stopped", id: message.id, runId });
     });
   }
 
-  cancel(key: string): Promise<string | undefined> {
+  async cancel(key: string): Promise<string | undefined> {
     // A run on this worker is stopped at once; the primary then finds no other.
     const here = this.active.stop(key);
-    if (here !== undefined) return Promise.resolve(here);
-    const id = this.nextId++;
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => done(undefined), ANSWER_TIMEOUT_MS);
-      const done = (runId: string | undefined) => {
-        clearTimeout(timer);
-        this.pending.delete(id);
-        resolve(runId);
-      };
-      this.pending.set(id, done);
-      if (!this.send({ ah: "run.cancel", id, key })) done(undefined);
-    });
-  }
-
-  private send(message: ToPrimary): boolean {
+    if (here !== undefined) return here;
     try {
-      this.channel.send(message);
-      return true;
+      const reply = await this.requests.request((id) => ({ ah: "run.cancel", id, key }), { timeoutMs: ANSWER_TIMEOUT_MS });
+      return reply.ah === "run.cancelled" ? (reply.runId ?? undefined) : undefined;
     } catch {
-      return false;
+      // The primary is gone or did not answer: nothing was stopped.
+      return undefined;
     }
   }
 
