@@ -4,14 +4,10 @@ import type { AddressInfo } from "node:net";
 import { decideLibraryShortcuts } from "../config/library-shortcuts.ts";
 import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
-import { connectionProblemForLog, createLogger, logFatalErrors, type Logger } from "../observability/logger.ts";
+import { createLogger, logFatalErrors, type Logger } from "../observability/logger.ts";
 import { PrimaryMetrics, renderClusterMetrics, type MetricsJson } from "../observability/metrics.ts";
-import { LeaseReaper } from "../admission/locks/lease-reaper.ts";
 import { checkTypeScriptAgents, TypeScriptAgentRefusal } from "../agents/typescript-loader.ts";
-import { recordLimits } from "../runs/stream-log/default-stream-logs.ts";
-import { CancelBroker } from "./cancel-broker.ts";
-import { EventLogBroker } from "./event-log-broker.ts";
-import { LockBroker } from "./lock-broker.ts";
+import { PrimaryBrokers } from "./brokers.ts";
 import { MetricsLedger } from "./metrics-ledger.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import { checkDatabase, checkRedis } from "./dependency-checks.ts";
@@ -78,12 +74,8 @@ export async function runPrimary(): Promise<void> {
 class Supervisor {
   private readonly metrics = new PrimaryMetrics();
   private readonly ledger = new MetricsLedger();
-  private readonly broker: LockBroker;
-  private readonly cancels = new CancelBroker();
-  /** Without REDIS_URL: the resumable streams' events, readable from every worker. */
-  private readonly events: EventLogBroker;
-  /** With REDIS_URL: releases the Redis leases of a worker that died (connected once the preflight passed). */
-  private reaper: LeaseReaper | undefined;
+  /** Locks, cancels and run events across the workers, and a dead worker's Redis leases. */
+  private readonly brokers: PrimaryBrokers;
   private readonly members = new Map<number, Member>();
   private readonly budget: RestartBudget;
   private readonly forkTimers = new Set<NodeJS.Timeout>();
@@ -100,8 +92,7 @@ class Supervisor {
     private readonly config: Config,
     private readonly logger: Logger,
   ) {
-    this.broker = new LockBroker({ waitMs: config.THREAD_QUEUE_TIMEOUT * 1000, maxWaiters: config.THREAD_QUEUE_MAX_WAITERS });
-    this.events = new EventLogBroker(recordLimits(config));
+    this.brokers = new PrimaryBrokers(config, logger);
     this.budget = new RestartBudget(config.WORKER_RESTART_LIMIT, config.WORKER_RESTART_WINDOW * 1000);
   }
 
@@ -118,13 +109,7 @@ class Supervisor {
       if (error instanceof StartupRefusal || error instanceof TypeScriptAgentRefusal) refuse(error.message);
       throw error;
     }
-    this.reaper = config.REDIS_URL
-      ? new LeaseReaper({
-          url: config.REDIS_URL,
-          keyPrefix: `${config.REDIS_KEY_PREFIX}:`,
-          onError: (error) => logger.warn(connectionProblemForLog(error), "redis connection problem"),
-        })
-      : undefined;
+    this.brokers.connect();
     try {
       this.metricsServer = await startMetricsServer(config.HOST, config.METRICS_PORT, () => this.collect(), logger);
     } catch (error) {
@@ -166,9 +151,7 @@ class Supervisor {
     };
     this.members.set(worker.id, member);
     this.metrics.workers.set(this.members.size);
-    this.broker.attach(worker.id, (message) => this.send(member, message));
-    this.cancels.attach(worker.id, (message) => this.send(member, message));
-    this.events.attach(worker.id, (message) => this.send(member, message));
+    this.brokers.attach(worker.id, (message) => this.send(member, message));
     worker.on("error", () => {});
     worker.on("message", (message: unknown) => {
       for (const each of messagesIn<ToPrimary>(message)) this.onMessage(member, each);
@@ -186,7 +169,7 @@ class Supervisor {
   }
 
   private onMessage(member: Member, message: ToPrimary): void {
-    if (this.broker.handle(member.worker.id, message) || this.cancels.handle(member.worker.id, message) || this.events.handle(member.worker.id, message)) return;
+    if (this.brokers.handle(member.worker.id, message)) return;
     switch (message.ah) {
       case "listening":
         member.listening = true;
@@ -214,10 +197,6 @@ class Supervisor {
         this.metricsWaiters.get(`${member.worker.id}:${message.seq}`)?.(message);
         break;
       case "lease":
-        // A report arriving after the worker's exit was handled is dropped: that lease just expires.
-        if (this.members.has(member.worker.id)) this.reaper?.record(member.worker.id, message);
-        this.logger.debug({ worker: member.worker.id, lease: message.kind }, "conversation lease reported");
-        break;
       case "lock.acquire":
       case "lock.cancel":
       case "lock.release":
@@ -229,7 +208,7 @@ class Supervisor {
       case "events.end":
       case "events.read":
       case "events.stop":
-        break; // answered by the lock, cancel and event-log brokers above
+        break; // answered by the brokers above
     }
   }
 
@@ -273,10 +252,7 @@ class Supervisor {
     const member = this.members.get(worker.id);
     this.members.delete(worker.id);
     this.metrics.workers.set(this.members.size);
-    this.broker.detach(worker.id);
-    this.cancels.detach(worker.id);
-    this.events.detach(worker.id);
-    this.releaseLeases(worker.id);
+    this.brokers.detach(worker.id);
     void this.ledger.retire(worker.id);
     if (!member) return;
     clearTimeout(member.startupTimer);
@@ -304,16 +280,6 @@ class Supervisor {
     }
     this.logger.error({ worker: worker.id, code, signal }, "worker exited; replacing it");
     this.replace(member.slot, "exited");
-  }
-
-  /** Free the conversations a dead worker held through Redis, instead of waiting out their leases. */
-  private releaseLeases(workerId: number): void {
-    this.reaper?.reap(workerId).then(
-      (released) => {
-        if (released > 0) this.logger.info({ worker: workerId, released }, "released a dead worker's conversation leases");
-      },
-      () => {},
-    );
   }
 
   /** Count a restart and fork the slot's replacement after the backoff, or stop on a crash loop. */
@@ -393,7 +359,7 @@ class Supervisor {
   private finishIfDone(): void {
     if (!this.shuttingDown || this.members.size > 0) return;
     const exit = () => {
-      this.reaper?.close();
+      this.brokers.close();
       this.logger.info({ code: this.exitCode }, "primary exiting");
       process.exit(this.exitCode);
     };
