@@ -1,4 +1,5 @@
 import express, { type Express, type Request } from "express";
+import { AgentRuns } from "../conversations/agent-runs.ts";
 import { ConversationService } from "../conversations/conversation-service.ts";
 import { ConversationHistory } from "../conversations/history.ts";
 import { ConversationList } from "../conversations/thread-list.ts";
@@ -12,6 +13,7 @@ import { cors } from "./middleware/cors.ts";
 import { errorHandler, notFound } from "./middleware/errors.ts";
 import { refuseOtherMethods } from "./middleware/method-not-allowed.ts";
 import { requestContext } from "./middleware/request-context.ts";
+import { toApiError } from "./error-answer.ts";
 import { IdempotentRequests } from "./idempotency.ts";
 import { mountOperations, requestMatcher, type MountSettings } from "./mount-operations.ts";
 import type { Operation } from "./operation.ts";
@@ -46,10 +48,18 @@ function routeServices(runtime: Runtime): RouteServices {
     runs: runtime.runTracker,
     serviceUserId: config.AUTH_SERVICE_USER_ID,
   });
+  const turns = new Turns({ conversations, maxMessages: config.CONVERSATION_MAX_MESSAGES, active: runtime.activeRuns });
   return {
     runtime,
     conversations,
-    turns: new Turns({ conversations, maxMessages: config.CONVERSATION_MAX_MESSAGES, active: runtime.activeRuns }),
+    runs: new AgentRuns({
+      config,
+      models: runtime.models,
+      conversations,
+      turns,
+      // A run's outcome is the error code its failure is answered with.
+      reporting: { metrics: runtime.metrics, tracing: runtime.tracing, outcomeOf: (error) => toApiError(error).errorCode ?? "error" },
+    }),
     history: new ConversationHistory({
       conversations,
       maxPageSize: config.HISTORY_MAX_PAGE_SIZE,

@@ -1,6 +1,7 @@
 import type { Response } from "express";
 import type { StreamEvent } from "../contract/messages.ts";
-import { RunFailure, type RunStream } from "../conversations/turns.ts";
+import type { RunEvents } from "../conversations/agent-run.ts";
+import { RunFailure } from "../conversations/turns.ts";
 import { RunAborted } from "../errors/classify.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { ServiceMetrics } from "../observability/metrics.ts";
@@ -9,7 +10,6 @@ import { encodeJsonlEvent } from "./encoders/jsonl.ts";
 import { encodeSseEvent, SSE_DONE, SSE_KEEPALIVE } from "./encoders/sse.ts";
 import { toApiError } from "./error-answer.ts";
 import { runOf, scopeOf } from "./request-scope.ts";
-import { endRun, logRunFailure } from "./run-report.ts";
 
 export type Framing = { contentType: string; encode: (event: StreamEvent) => string; done?: string; keepalive?: string };
 
@@ -79,12 +79,14 @@ function isDeadline(reason: unknown): boolean {
   return reason instanceof RunAborted && reason.reason === "deadline";
 }
 
-/** The events that end a failed stream (a message still held back, then the error), logged. */
+/**
+ * The events that end a failed stream (a message still held back, then the error). A failure of the
+ * run has been logged by the run; anything else thrown is a bug, logged here.
+ */
 export function failureEvents(thrown: unknown, logger: Logger, development: boolean): { events: StreamEvent[]; error: ApiError } {
   const failure = thrown instanceof RunFailure ? thrown : undefined;
   const error = toApiError(failure ? failure.error : thrown);
-  if (failure) logRunFailure(logger, failure, error);
-  else logger.error({ err: thrown }, "stream failed");
+  if (!failure) logger.error({ err: thrown }, "stream failed");
   const event: StreamEvent = { type: "error", content: describeForStream(development, error, failure ? failure.cause : thrown) };
   if (error.errorCode) event.error_code = error.errorCode;
   return { events: failure?.undelivered ? [failure.undelivered, event] : [event], error };
@@ -92,13 +94,13 @@ export function failureEvents(thrown: unknown, logger: Logger, development: bool
 
 /**
  * Write a run's events in `framing`: the headers, each event as it comes, `[DONE]` (SSE) only after a
- * clean end, an error event after a failure; keepalive comments while the run is silent. The runs
- * counter records how the stream ended (ok, the error code, client_disconnected, slow_consumer).
+ * clean end, an error event after a failure; keepalive comments while the run is silent. A stream
+ * that stops early ends its run with what it saw (client_disconnected, slow_consumer); the run itself
+ * reports its clean end or its failure.
  */
-export async function writeEventStream(res: Response, stream: RunStream, framing: "sse" | "jsonl", settings: StreamSettings): Promise<void> {
+export async function writeEventStream(res: Response, stream: RunEvents, framing: "sse" | "jsonl", settings: StreamSettings): Promise<void> {
   const frames = FRAMINGS[framing];
   const { metrics } = settings;
-  const agent = stream.run.agent.name;
   res.status(200).set({
     "Content-Type": frames.contentType,
     "Cache-Control": "no-cache, no-transform",
@@ -109,11 +111,8 @@ export async function writeEventStream(res: Response, stream: RunStream, framing
   const keepalive = frames.keepalive
     ? setInterval(() => output.send(frames.keepalive!), settings.keepaliveSeconds * 1000)
     : undefined;
-  /** Write one event (counting a message's tokens); false when the client is gone. */
-  const emit = (event: StreamEvent): boolean => {
-    if (event.type === "message") metrics.countTokens(agent, event.content);
-    return output.send(frames.encode(event));
-  };
+  /** Write one event; false when the client is gone. */
+  const emit = (event: StreamEvent): boolean => output.send(frames.encode(event));
   let outcome = "client_disconnected";
   try {
     for await (const event of stream.events) {
@@ -135,7 +134,7 @@ export async function writeEventStream(res: Response, stream: RunStream, framing
       outcome = "slow_consumer";
       metrics.streamCuts.inc({ reason: "slow_consumer" });
     }
-    endRun(metrics, scopeOf(res), stream.run, outcome);
+    stream.end(outcome);
     res.end();
     if (output.unsent > 0 && isDeadline(runOf(res).signal.reason)) {
       // The deadline ends the stream now, not when a client that stopped reading takes the rest:

@@ -1,7 +1,7 @@
 import type { Request, RequestHandler, Response } from "express";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import type { Principal } from "../auth/principal.ts";
-import type { RunStream } from "../conversations/turns.ts";
+import type { RunEvents } from "../conversations/agent-run.ts";
 import type { RunReplay } from "../runs/stream-log/event-log.ts";
 import type { StreamLogs } from "../runs/stream-log/stream-logs.ts";
 import { ApiError } from "./api-error.ts";
@@ -109,7 +109,7 @@ function serve(id: string, operation: Operation, handler: AnyHandler, settings: 
   if (isStream(operation)) {
     return async (req: Request, res: Response) => {
       const input = inputOf(operation, req, res, settings.agentNamed);
-      const stream = (await handler(input)) as RunStream;
+      const stream = (await handler(input)) as RunEvents;
       if (isResumable(input.body)) {
         await serveResumable(res, stream, stream.run.storageKey, operation.stream, settings.streams, settings.streamLogs);
       } else {
@@ -122,7 +122,7 @@ function serve(id: string, operation: Operation, handler: AnyHandler, settings: 
     const key = operation.idempotent && settings.idempotency ? idempotencyKeyOf(req) : undefined;
     if (key !== undefined && settings.idempotency && input.agent) {
       const { principal, agent, sent, logger, scope } = input;
-      const executed = () => scope.runExecuted === true;
+      const executed = () => scope.agentRun?.executed === true;
       const runId = () => scope.runId;
       const answering = settings.idempotency.answer(key, { operation: id, principal, agent, sent, logger, executed, runId }, async () => {
         return (await handler(input)) as { status: number; body: unknown };

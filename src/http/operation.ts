@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import type { Principal } from "../auth/principal.ts";
-import type { RunStream } from "../conversations/turns.ts";
+import type { RunEvents } from "../conversations/agent-run.ts";
 import type { RunReplay } from "../runs/stream-log/event-log.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { ErrorKind } from "./api-error.ts";
@@ -95,7 +95,7 @@ export type AnswerOf<R> = {
 export type HandlerOf<O extends Operation> = O extends StreamOperation
   ? O extends { replay: true }
     ? (input: OperationInput<O>) => Promise<RunReplay>
-    : (input: OperationInput<O>) => Promise<RunStream>
+    : (input: OperationInput<O>) => Promise<RunEvents>
   : O extends JsonOperation
     ? (input: OperationInput<O>) => Promise<AnswerOf<O["responses"]>> | AnswerOf<O["responses"]>
     : never;

@@ -1,7 +1,7 @@
 import type { Request, Response } from "express";
 import type { Principal } from "../auth/principal.ts";
 import type { Logger } from "../observability/logger.ts";
-import type { RunTrace } from "../observability/tracing.ts";
+import type { AgentRun } from "../conversations/agent-run.ts";
 
 /**
  * Per-request state shared by the middleware and the route: who is calling, the request's logger,
@@ -23,15 +23,10 @@ export interface RequestScope {
   agent?: string;
   /** The operation's path in OpenAPI form (`/{agent_id}/invoke`), once a route of the table matched. */
   route?: string;
-  /** The run the request started, once prepared (for the request's log line). */
+  /** The run the request started, once prepared, or the one an idempotent replay answers for (the request's log line). */
   runId?: string;
-  /**
-   * Set once the request's run began executing its graph: from then on it may have stored steps, so
-   * whatever it answers (success or failure) is the answer an Idempotency-Key keeps.
-   */
-  runExecuted?: true;
-  /** The run's span, with tracing on. */
-  runTrace?: RunTrace;
+  /** The run the request started: whether it began executing decides what an Idempotency-Key keeps. */
+  agentRun?: AgentRun;
   /** The error_code the request was answered with (an error answer, or a stream's error event). */
   errorCode?: string;
 }

@@ -1,13 +1,12 @@
 import type { Response } from "express";
 import type { StreamEvent } from "../contract/messages.ts";
-import type { RunStream } from "../conversations/turns.ts";
+import type { RunEvents } from "../conversations/agent-run.ts";
 import { EntryQueue } from "../runs/stream-log/entry-queue.ts";
 import type { LogEntry, RunEventWriter, RunReplay } from "../runs/stream-log/event-log.ts";
 import type { StreamLogs } from "../runs/stream-log/stream-logs.ts";
 import { errorCatalogue } from "./api-error.ts";
 import { failureEvents, FRAMINGS, StreamOutput, type StreamSettings } from "./event-stream.ts";
 import { scopeOf, type RequestScope } from "./request-scope.ts";
-import { endRun } from "./run-report.ts";
 
 /**
  * Resumable streams (`stream_resumable: true`). The run's events are recorded (runs/stream-log) by a
@@ -39,26 +38,18 @@ function pastTheEnd(after: number, last: number): StreamEvent {
 }
 
 /**
- * Take every event of the run into `writer` (a failure as its error events), then its end; end the
- * run as every run ends (endRun: counted, timed, its span closed) with how it ended.
+ * Take every event of the run into `writer` (a failure as its error events), then its end. The run
+ * reports its own end (ok, or its failure), as every run does: counted, timed, its span closed.
  */
-async function record(stream: RunStream, writer: RunEventWriter, scope: RequestScope, settings: StreamSettings): Promise<void> {
-  const { run } = stream;
-  let outcome = "ok";
+async function record(stream: RunEvents, writer: RunEventWriter, scope: RequestScope, settings: StreamSettings): Promise<void> {
   try {
-    for await (const event of stream.events) {
-      if (event.type === "message") settings.metrics.countTokens(run.agent.name, event.content);
-      writer.append(event);
-    }
+    for await (const event of stream.events) writer.append(event);
     writer.end(true);
   } catch (thrown) {
     const { events, error } = failureEvents(thrown, scope.logger, settings.development);
-    outcome = error.errorCode ?? "error";
     scope.errorCode = error.errorCode;
     for (const event of events) writer.append(event);
     writer.end(false);
-  } finally {
-    endRun(settings.metrics, scope, run, outcome);
   }
 }
 
@@ -104,7 +95,7 @@ export async function writeReplay(res: Response, replay: RunReplay, framing: "ss
  */
 export async function serveResumable(
   res: Response,
-  stream: RunStream,
+  stream: RunEvents,
   key: string,
   framing: "sse" | "jsonl",
   settings: StreamSettings,

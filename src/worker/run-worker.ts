@@ -4,12 +4,16 @@ import type { AddressInfo } from "node:net";
 import { portRefusal } from "../cluster/startup-refusal.ts";
 import { STARTUP_REFUSED, workerChannel, type ToPrimary } from "../cluster/protocol.ts";
 import { loadConfig } from "../config/load.ts";
+import { RunAborted } from "../errors/classify.ts";
 import type { Config } from "../config/schema.ts";
 import { createApp } from "../http/app.ts";
 import { listen } from "../http/server.ts";
 import { createLogger, logFatalErrors } from "../observability/logger.ts";
 import { buildRuntime, type WorkerRuntime } from "../runtime.ts";
 import { answerPrimary } from "./primary-link.ts";
+
+/** How long runs stopped at the end of a drain's grace get to settle and answer before the connections close. */
+const STOPPED_RUNS_SETTLE_MS = 2_000;
 
 /** How often a draining worker closes connections that went idle after their last response. */
 const IDLE_SWEEP_MS = 100;
@@ -35,8 +39,8 @@ function refuseToStart(error: unknown): Promise<never> {
 }
 
 /**
- * Stop accepting, let in-flight requests and streams finish within SHUTDOWN_GRACE, then close
- * everything. Requests arriving on open connections meanwhile get 503 with `Connection: close`
+ * Stop accepting, let in-flight requests and streams finish within SHUTDOWN_GRACE, stop the runs
+ * still going (shutting_down), then close everything. Requests arriving on open connections meanwhile get 503 with `Connection: close`
  * (admission middleware); connections close as soon as they fall idle.
  */
 async function drain(server: http.Server, runtime: WorkerRuntime, config: Config): Promise<void> {
@@ -51,6 +55,15 @@ async function drain(server: http.Server, runtime: WorkerRuntime, config: Config
   await Promise.race([closed, grace]);
   clearTimeout(graceTimer);
   clearInterval(sweep);
+  // Runs still going when the grace ran out end as shutting_down (counted, their spans ended, an
+  // error answer or event to their clients) before the connections close under them.
+  if (runtime.activeRuns.stopAll(new RunAborted("shutdown")) > 0) {
+    let settleTimer: NodeJS.Timeout | undefined;
+    await Promise.race([runtime.activeRuns.settled(), new Promise<void>((resolve) => (settleTimer = setTimeout(resolve, STOPPED_RUNS_SETTLE_MS)))]);
+    clearTimeout(settleTimer);
+    // A settled run's answer is written in the turns after it left the conversation.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
   server.closeAllConnections();
   await runtime.close();
 }

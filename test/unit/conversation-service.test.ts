@@ -86,14 +86,15 @@ test("a lock service that cannot answer is lock_unavailable; an abort while wait
   await assert.rejects(service(aborted).hold(conversation, new AbortController()), refusedAs("run_failed"));
 });
 
-test("a conversation the request created runs without the lock, watched like any run", async () => {
+test("a conversation the request created runs under its lock too, watched like any run", async () => {
   const locks = new OneAtATime();
   const runs = new RunTracker(0);
   const conversations = service(locks, runs);
   const fresh = conversations.resolve(ann, agent("a"), {});
   const stop = new AbortController();
   const answer = await conversations.withConversation(fresh, stop, async (signal) => {
-    assert.equal(locks.held.size, 0, "no lock taken for a thread nobody can name yet");
+    // The conversation list shows a new thread once its input is stored (issue 29, item 2).
+    assert.deepEqual([...locks.held], [fresh.storageKey], "a new thread is locked");
     assert.equal(signal, stop.signal);
     stop.abort();
     assert.equal(runs.stalledCount(), 1, "an aborted run that has not settled is seen");
@@ -101,6 +102,7 @@ test("a conversation the request created runs without the lock, watched like any
   });
   assert.equal(answer, "done");
   assert.equal(runs.stalledCount(), 0, "settled");
+  assert.equal(locks.held.size, 0, "released");
 
   const named = conversations.resolve(ann, agent("a"), { thread_id: fresh.threadId });
   await conversations.withConversation(named, new AbortController(), async () => {

@@ -1,8 +1,8 @@
+import type { AgentRuns } from "../../conversations/agent-runs.ts";
 import type { ConversationService } from "../../conversations/conversation-service.ts";
 import type { ConversationHistory } from "../../conversations/history.ts";
 import type { ConversationList } from "../../conversations/thread-list.ts";
 import type { RunControl } from "../../conversations/run-control.ts";
-import type { Turns } from "../../conversations/turns.ts";
 import type { Runtime } from "../../runtime.ts";
 import type { HandlersOf } from "../operation.ts";
 import type { Operations } from "../operations.ts";
@@ -11,7 +11,7 @@ import type { Operations } from "../operations.ts";
 export interface RouteServices {
   readonly runtime: Runtime;
   readonly conversations: ConversationService;
-  readonly turns: Turns;
+  readonly runs: AgentRuns;
   readonly history: ConversationHistory;
   readonly threads: ConversationList;
   readonly runControl: RunControl;

@@ -12,14 +12,39 @@ interface ActiveRun {
  */
 export class ActiveRuns {
   private readonly runs = new Map<string, ActiveRun>();
+  /** Called when the last run leaves (settled()). */
+  private emptied: Array<() => void> = [];
 
   /** Record `runId` as the run holding `key`; returns the function that removes it again. */
   enter(key: string, runId: string, control: AbortController): () => void {
     const entry: ActiveRun = { runId, control };
     this.runs.set(key, entry);
     return () => {
-      if (this.runs.get(key) === entry) this.runs.delete(key);
+      if (this.runs.get(key) !== entry) return;
+      this.runs.delete(key);
+      if (this.runs.size === 0 && this.emptied.length > 0) {
+        const waiting = this.emptied;
+        this.emptied = [];
+        for (const resolve of waiting) resolve();
+      }
     };
+  }
+
+  /** Stop every run here (a worker's drain when its grace ran out); returns how many were stopped. */
+  stopAll(reason: RunAborted): number {
+    let stopped = 0;
+    for (const { control } of this.runs.values()) {
+      if (control.signal.aborted) continue;
+      control.abort(reason);
+      stopped++;
+    }
+    return stopped;
+  }
+
+  /** Resolves once no run holds a conversation here. */
+  settled(): Promise<void> {
+    if (this.runs.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.emptied.push(resolve));
   }
 
   /** Stop the run holding `key` here, if one does; returns its run id. */

@@ -1,0 +1,185 @@
+import type { ChatMessage, StreamEvent } from "../contract/messages.ts";
+import type { ServiceError } from "../errors/service-error.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { ServiceMetrics } from "../observability/metrics.ts";
+import type { RunTrace, Tracing } from "../observability/tracing.ts";
+import type { PreparedRun } from "../runs/prepare.ts";
+import type { Conversation } from "./conversation-service.ts";
+import { RunFailure, type RunStream, type Turns, type UnderLock } from "./turns.ts";
+
+/** Where runs report how they ended, built once by the app. */
+export interface RunReporting {
+  readonly metrics: ServiceMetrics;
+  readonly tracing: Tracing | undefined;
+  /**
+   * The outcome label of a run that ended in `error` (what a RunFailure reports, or a refusal): the
+   * error code the API answers it with, which only the layer that owns the catalogue knows.
+   */
+  readonly outcomeOf: (error: unknown) => string;
+}
+
+/**
+ * A run's events as its consumer reads them. A consumer that stops before they end (its client left,
+ * or did not keep up) ends the run with what it saw; `finished` says whether the run itself had
+ * finished cleanly by then (its last message may still have been on its way).
+ */
+export interface RunEvents extends RunStream {
+  end(outcome: string): void;
+}
+
+/** How loudly a run that did not end with its answer is logged: a client that left is no failure of ours. */
+function levelOf(error: ServiceError): "info" | "warn" | "error" {
+  if (error.kind === "client_disconnected") return "info";
+  return error.refusal || error.kind === "request_timeout" ? "warn" : "error";
+}
+
+/**
+ * One run of an agent on a conversation, from its preparation to its end, whoever asked for it (an
+ * invoke, a stream, a resumable stream). It takes the conversation's lock, executes under its own
+ * span (tracing on), and ends exactly once with one outcome: `ok`, the error code of its failure, or
+ * what its consumer saw (`client_disconnected`, `slow_consumer`). That one end counts and times it
+ * (agenthost_runs_total, agenthost_run_duration_seconds), ends its span and logs a failure; a second
+ * end is ignored, so every path may report what it saw and the first word stands.
+ *
+ * A run refused before it started (a busy conversation, a full one, nothing pending to resume) is no
+ * run: the refusal is thrown as a ServiceError, its span ends with the refusal's code, and nothing is
+ * counted.
+ */
+export class AgentRun {
+  /** The graph began executing: it may have stored steps (an Idempotency-Key then keeps whatever it answers). */
+  executed = false;
+  private outcome: string | undefined;
+  private trace: RunTrace | undefined;
+
+  constructor(
+    private readonly turns: Turns,
+    private readonly reporting: RunReporting,
+    readonly conversation: Conversation,
+    readonly prepared: PreparedRun,
+    /** The run's one controller: its deadline, its client's departure, a cancel or a lost lock abort it. */
+    readonly control: AbortController,
+    private readonly underLock: UnderLock | undefined,
+    private readonly logger: Logger,
+  ) {}
+
+  get id(): string {
+    return this.prepared.runId;
+  }
+
+  get agentName(): string {
+    return this.prepared.agent.name;
+  }
+
+  /** Whether the run has ended, and how. */
+  get ended(): string | undefined {
+    return this.outcome;
+  }
+
+  /** Run to the end and return the final message; a failure is thrown as its ServiceError. */
+  async answer(): Promise<ChatMessage> {
+    let message: ChatMessage;
+    try {
+      message = await this.started(() => this.turns.invoke(this.conversation, this.prepared, this.control, this.underLock));
+    } catch (thrown) {
+      throw this.failed(thrown);
+    }
+    this.executed = true;
+    this.end("ok");
+    this.reporting.metrics.countTokens(this.agentName, message);
+    return message;
+  }
+
+  /**
+   * Take the lock and check the conversation, then hand back the run's events: everything that refuses
+   * the run is thrown from here, before a single event exists. The run ends `ok` when its events end
+   * cleanly, with its failure's code when they end in one (thrown on as its RunFailure, for the
+   * consumer to report in its own framing); a consumer that stops reading first ends it itself
+   * (end()). Each message's tokens are counted as it passes.
+   */
+  async events(tokens: boolean): Promise<RunEvents> {
+    let stream: RunStream;
+    try {
+      stream = await this.started(() => this.turns.stream(this.conversation, this.prepared, this.control, tokens, this.underLock));
+    } catch (thrown) {
+      throw this.failed(thrown);
+    }
+    this.executed = true;
+    const events = this.observed(stream.events);
+    return new ObservedStream(this, stream, this.trace ? this.trace.bindEvents(events) : events);
+  }
+
+  /** End the run with `outcome`, unless it has ended already. */
+  end(outcome: string): void {
+    if (this.outcome !== undefined) return;
+    this.outcome = outcome;
+    this.reporting.metrics.countRun(this.agentName, outcome, this.prepared.preparedAt);
+    this.trace?.end(outcome);
+  }
+
+  /** Start the run's span (tracing on) and run `work` under it. */
+  private started<T>(work: () => Promise<T>): Promise<T> {
+    const { tracing } = this.reporting;
+    if (!tracing) return work();
+    this.trace = tracing.startRun(this.prepared);
+    return this.trace.within(work);
+  }
+
+  /**
+   * What a run that did not answer reports: a refusal before it started ends only its span; a failure
+   * of the run itself is logged and ends the run with its code. Returns the ServiceError to throw on.
+   */
+  private failed(thrown: unknown): unknown {
+    if (!(thrown instanceof RunFailure)) {
+      this.trace?.end(this.reporting.outcomeOf(thrown));
+      return thrown;
+    }
+    if (thrown.executed) this.executed = true;
+    this.report(thrown);
+    return thrown.error;
+  }
+
+  /** Log a failure of the run (without its error text, which never leaves the service) and end the run with its code. */
+  private report(failure: RunFailure): void {
+    const outcome = this.reporting.outcomeOf(failure.error);
+    this.logger[levelOf(failure.error)](
+      { run_id: this.id, agent: this.agentName, error_code: outcome, cause_type: (failure.cause as Error | undefined)?.name },
+      "run failed",
+    );
+    this.end(outcome);
+  }
+
+  private async *observed(events: AsyncGenerator<StreamEvent, void, undefined>): AsyncGenerator<StreamEvent, void, undefined> {
+    const { metrics } = this.reporting;
+    try {
+      for await (const event of events) {
+        if (event.type === "message") metrics.countTokens(this.agentName, event.content);
+        yield event;
+      }
+    } catch (thrown) {
+      if (thrown instanceof RunFailure) this.report(thrown);
+      throw thrown;
+    }
+    this.end("ok");
+  }
+}
+
+/** A run's events as its consumer reads them: the turn's stream, observed by the run. A class: see RequestInput in http/mount-operations.ts. */
+class ObservedStream implements RunEvents {
+  constructor(
+    private readonly owner: AgentRun,
+    private readonly inner: RunStream,
+    readonly events: RunStream["events"],
+  ) {}
+
+  end(outcome: string): void {
+    this.owner.end(outcome);
+  }
+
+  get run(): RunStream["run"] {
+    return this.inner.run;
+  }
+
+  get finished(): boolean {
+    return this.inner.finished;
+  }
+}
