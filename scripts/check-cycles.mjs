@@ -47,7 +47,6 @@ const EXCEPTIONS = [
   ["coordination/scope.ts", "cluster/protocol.ts", "the IPC channel lives with the supervisor"],
   ["coordination/channel-requests.ts", "cluster/protocol.ts", "the IPC channel type lives with the supervisor"],
   ["runs/cancel/primary-canceller.ts", "cluster/protocol.ts", "the IPC channel and messages live with the supervisor"],
-  ["runs/stream-log/default-stream-logs.ts", "cluster/protocol.ts", "the IPC channel lives with the supervisor"],
   ["runs/stream-log/primary-event-log.ts", "cluster/protocol.ts", "the IPC channel and messages live with the supervisor"],
   ["observability/metrics.ts", "admission/locks/conversation-lock.ts", "the lock metrics decorator is written in the metrics"],
   ["observability/metrics.ts", "admission/locks/lock-decorator.ts", "the lock metrics decorator is written in the metrics"],

@@ -177,7 +177,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     const activeRuns = new ActiveRuns();
     const canceller = defaultRunCanceller(scope, activeRuns);
     cleanup.push(() => canceller.close());
-    const streamLogs = defaultStreamLogs(config, logger);
+    const streamLogs = defaultStreamLogs(config, logger, scope);
     cleanup.push(() => streamLogs.close());
     const locks = decorateLock(
       overrides.locks?.(config, scope) ?? defaultConversationLock(config, scope),

@@ -18,11 +18,17 @@ export class RedisLink {
   readonly commands: Redis;
   private readonly subscriber: Redis;
   private readonly channels = new Map<string, { readonly handlers: Set<(message: string) => void>; readonly ready: Promise<void> }>();
+  /** Users that report the link's connection problems in their own words too (each throttles its own). */
+  private readonly watchers = new Set<(error: Error) => void>();
 
   constructor(url: string, onError?: (error: Error) => void) {
     const report = throttledReport(onError);
-    this.commands = connectRedis(url, report, { enableOfflineQueue: false, commandTimeout: 2_000 });
-    this.subscriber = connectRedis(url, report);
+    const problem = (error: Error) => {
+      report(error);
+      for (const watcher of this.watchers) watcher(error);
+    };
+    this.commands = connectRedis(url, problem, { enableOfflineQueue: false, commandTimeout: 2_000 });
+    this.subscriber = connectRedis(url, problem);
     this.subscriber.on("message", (channel: string, message: string) => {
       for (const handler of this.channels.get(channel)?.handlers ?? []) handler(message);
     });
@@ -48,8 +54,15 @@ export class RedisLink {
     };
   }
 
+  /** Also give the link's connection problems to `report` until the returned function is called. */
+  watchProblems(report: (error: Error) => void): () => void {
+    this.watchers.add(report);
+    return () => void this.watchers.delete(report);
+  }
+
   close(): void {
     this.channels.clear();
+    this.watchers.clear();
     this.commands.disconnect();
     this.subscriber.disconnect();
   }

@@ -1,6 +1,5 @@
-import cluster from "node:cluster";
-import { workerChannel } from "../../cluster/protocol.ts";
 import type { Config } from "../../config/schema.ts";
+import type { CoordinationScope } from "../../coordination/scope.ts";
 import { connectionProblemForLog, type Logger } from "../../observability/logger.ts";
 import type { EventLog } from "./event-log.ts";
 import { MemoryEventLog, type MemoryEventLogOptions } from "./memory-event-log.ts";
@@ -20,17 +19,20 @@ export function recordLimits(config: Config): MemoryEventLogOptions {
   };
 }
 
-/** Where this process keeps resumable runs' events: Redis Streams when REDIS_URL is set, else the primary in a cluster worker, else its own memory. */
-export function defaultStreamLogs(config: Config, logger: Logger): StreamLogs {
+/** Where this process keeps resumable runs' events, as far as its coordination reaches: Redis Streams, the primary, or its own memory. */
+export function defaultStreamLogs(config: Config, logger: Logger, scope: CoordinationScope): StreamLogs {
   const limits = recordLimits(config);
   const report = (error: unknown) => logger.warn(connectionProblemForLog(error), "resumable stream record failed");
-  let log: EventLog;
-  if (config.REDIS_URL) {
-    log = new RedisEventLog({ ...limits, url: config.REDIS_URL, keyPrefix: `${config.REDIS_KEY_PREFIX}:`, onError: report });
-  } else if (cluster.isWorker) {
-    log = new PrimaryEventLog(workerChannel(), limits.maxRunBytes);
-  } else {
-    log = new MemoryEventLog(limits);
+  return new StreamLogs(eventLog(scope, limits, report), report);
+}
+
+function eventLog(scope: CoordinationScope, limits: MemoryEventLogOptions, report: (error: Error) => void): EventLog {
+  switch (scope.kind) {
+    case "redis":
+      return new RedisEventLog({ ...limits, link: scope.link, keyPrefix: scope.keyPrefix, onError: report });
+    case "primary":
+      return new PrimaryEventLog(scope.channel, limits.maxRunBytes);
+    case "process":
+      return new MemoryEventLog(limits);
   }
-  return new StreamLogs(log, report);
 }

@@ -1,6 +1,7 @@
 import type { Redis } from "ioredis";
-import { connectRedis, throttledReport } from "../../admission/locks/redis-connection.ts";
+import { throttledReport } from "../../admission/locks/redis-connection.ts";
 import type { StreamEvent } from "../../contract/messages.ts";
+import { openLink, type RedisLink, type RedisSource } from "../../coordination/redis-link.ts";
 import { DROPPED, isLast, type EventLog, type LogEntry, type LogReader, type RunEventWriter } from "./event-log.ts";
 import { entryBytes, RecordBudget, type RecordBounds } from "./record-budget.ts";
 
@@ -11,16 +12,16 @@ const BATCH = 200;
 const DROPPED_ID = "1-0";
 const DROPPED_JSON = JSON.stringify(DROPPED);
 
-export interface RedisEventLogOptions extends RecordBounds {
-  readonly url: string;
+export type RedisEventLogOptions = RedisSource & RecordBounds & {
   /** REDIS_KEY_PREFIX with its separator. */
   readonly keyPrefix: string;
   /** STREAM_RESUME_TTL: how long the events stay after the run ended. */
   readonly ttlMs: number;
   /** The longest a run's events may stay if its end never comes (its host died). */
   readonly maxAgeMs: number;
+  /** Writes and reads that failed, at most one call per ten seconds (and, given a URL, its connection problems). */
   readonly onError?: (error: Error) => void;
-}
+};
 
 /**
  * Resumable runs' events in Redis Streams, readable from every worker of every host: one stream per
@@ -33,7 +34,11 @@ export interface RedisEventLogOptions extends RecordBounds {
  * replaced by one DROPPED entry (id `1-0`), and nothing more is written for it.
  */
 export class RedisEventLog implements EventLog {
+  private readonly link: RedisLink;
+  /** Whether the link is this log's own (given a URL), closed with it. */
+  private readonly ownsLink: boolean;
   private readonly client: Redis;
+  private readonly unwatch: () => void;
   private readonly readers = new Set<Redis>();
   private readonly report: (error: Error) => void;
   private readonly budget: RecordBudget;
@@ -41,7 +46,10 @@ export class RedisEventLog implements EventLog {
 
   constructor(private readonly options: RedisEventLogOptions) {
     this.report = throttledReport(options.onError);
-    this.client = connectRedis(options.url, this.report, { enableOfflineQueue: false, commandTimeout: 2_000 });
+    ({ link: this.link, owned: this.ownsLink } = openLink(options));
+    this.client = this.link.commands;
+    // The record's own log line for a connection problem, as for a failed write.
+    this.unwatch = this.ownsLink ? () => {} : this.link.watchProblems(this.report);
     this.budget = new RecordBudget(options);
   }
 
@@ -178,6 +186,7 @@ export class RedisEventLog implements EventLog {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     for (const connection of this.readers) connection.disconnect();
-    this.client.disconnect();
+    this.unwatch();
+    if (this.ownsLink) this.link.close();
   }
 }
