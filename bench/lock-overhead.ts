@@ -10,7 +10,7 @@ import { MemoryConversationLock } from "../src/admission/locks/memory-lock.ts";
 import { PrimaryConversationLock } from "../src/admission/locks/primary-lock.ts";
 import { RedisConversationLock } from "../src/admission/locks/redis-lock.ts";
 import { LockBroker } from "../src/cluster/lock-broker.ts";
-import { isMessage, workerChannel, type ToPrimary } from "../src/cluster/protocol.ts";
+import { isMessage, workerChannel, type ToPrimary } from "../src/coordination/protocol.ts";
 
 const iterations = Number(process.argv[2] ?? 5000);
 const warmup = Math.min(500, Math.floor(iterations / 10));

@@ -5,7 +5,7 @@ import { decorateLock } from "./admission/locks/lock-decorator.ts";
 import { MemoryConversationLock } from "./admission/locks/memory-lock.ts";
 import { PrimaryConversationLock } from "./admission/locks/primary-lock.ts";
 import { RedisConversationLock, type LeaseEvent } from "./admission/locks/redis-lock.ts";
-import { workerChannel } from "./cluster/protocol.ts";
+import { workerChannel } from "./coordination/protocol.ts";
 import { closeScope, coordinationScope, type CoordinationScope } from "./coordination/scope.ts";
 import { countLockOutcomes, ServiceMetrics } from "./observability/metrics.ts";
 import { RunTracker } from "./worker/run-tracker.ts";

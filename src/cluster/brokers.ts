@@ -5,7 +5,7 @@ import { recordLimits } from "../runs/stream-log/default-stream-logs.ts";
 import { CancelBroker } from "./cancel-broker.ts";
 import { EventLogBroker } from "./event-log-broker.ts";
 import { LockBroker } from "./lock-broker.ts";
-import type { ReplyToWorker, ToPrimary } from "./protocol.ts";
+import type { ReplyToWorker, ToPrimary } from "../coordination/protocol.ts";
 
 /**
  * What the primary serves its workers besides supervision, as one object: the conversation lock

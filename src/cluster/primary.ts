@@ -12,7 +12,7 @@ import { MetricsLedger } from "./metrics-ledger.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import { checkDatabase, checkRedis } from "./dependency-checks.ts";
 import { checkPort, portRefusal, StartupRefusal } from "./startup-refusal.ts";
-import { MessageBatcher, messagesIn, STARTUP_REFUSED, type ToPrimary, type ToWorker } from "./protocol.ts";
+import { MessageBatcher, messagesIn, STARTUP_REFUSED, type ToPrimary, type ToWorker } from "../coordination/protocol.ts";
 import { RestartBudget } from "./restart-budget.ts";
 import { WORKER_ENTRY, workerExecArgv } from "./worker-entry.ts";
 

@@ -1,4 +1,4 @@
-import type { Channel } from "../cluster/protocol.ts";
+import type { Channel } from "./protocol.ts";
 
 /** The channel closed before the reply came (the primary is gone), or was closed when the request was made. */
 export class ChannelClosed extends Error {
@@ -36,8 +36,9 @@ interface Pending<In> {
  * Requests over a message channel, each answered by one reply naming its id. A request resolves
  * with its reply, and rejects when its time runs out (ReplyTimeout), its signal aborts (the
  * signal's reason) or the channel closes or is closed (ChannelClosed). A reply that comes after its
- * request was given up goes to `late`. Every cross-process request a worker makes of its primary
- * (locks, cancels, run events) goes through one of these.
+ * request was given up goes to `late`. The primary-brokered lock and the primary canceller ask
+ * through it; the run-event reads of PrimaryEventLog, which stream entries after their first
+ * answer, still keep their own table.
  */
 export class ChannelRequests<In extends { ah: string }, Out extends { ah: string }> {
   private nextId = 1;

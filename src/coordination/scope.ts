@@ -1,5 +1,5 @@
 import cluster from "node:cluster";
-import { workerChannel, type Channel, type ToPrimary, type ToWorker } from "../cluster/protocol.ts";
+import { workerChannel, type Channel, type ToPrimary, type ToWorker } from "./protocol.ts";
 import type { Config } from "../config/schema.ts";
 import { connectionProblemForLog, type Logger } from "../observability/logger.ts";
 import { RedisLink } from "./redis-link.ts";

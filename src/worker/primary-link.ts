@@ -1,4 +1,4 @@
-import type { Channel, ToPrimary, ToWorker } from "../cluster/protocol.ts";
+import type { Channel, ToPrimary, ToWorker } from "../coordination/protocol.ts";
 import type { Runtime } from "../runtime.ts";
 
 /**

@@ -2,7 +2,7 @@ import cluster from "node:cluster";
 import type http from "node:http";
 import type { AddressInfo } from "node:net";
 import { portRefusal } from "../cluster/startup-refusal.ts";
-import { STARTUP_REFUSED, workerChannel, type ToPrimary } from "../cluster/protocol.ts";
+import { STARTUP_REFUSED, workerChannel, type ToPrimary } from "../coordination/protocol.ts";
 import { loadConfig } from "../config/load.ts";
 import { RunAborted } from "../errors/classify.ts";
 import type { Config } from "../config/schema.ts";

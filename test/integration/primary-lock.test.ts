@@ -5,7 +5,7 @@ import { test } from "node:test";
 import { PrimaryConversationLock } from "../../src/admission/locks/primary-lock.ts";
 import type { LockQueuePolicy } from "../../src/admission/locks/conversation-lock.ts";
 import { LockBroker } from "../../src/cluster/lock-broker.ts";
-import type { Channel, ToPrimary, ToWorker } from "../../src/cluster/protocol.ts";
+import type { Channel, ToPrimary, ToWorker } from "../../src/coordination/protocol.ts";
 import { RunAborted } from "../../src/errors/classify.ts";
 import { waitFor } from "../helpers/raw-http.ts";
 

@@ -3,7 +3,7 @@
 // `late`. Timers run on Node's mock timers.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Channel } from "../../src/cluster/protocol.ts";
+import type { Channel } from "../../src/coordination/protocol.ts";
 import { ChannelClosed, ChannelRequests, ReplyTimeout } from "../../src/coordination/channel-requests.ts";
 
 type Ask = { ah: "ask"; id: number; question: string } | { ah: "note"; text: string };

@@ -1,4 +1,4 @@
-import type { Channel, ToPrimary, ToWorker } from "../../cluster/protocol.ts";
+import type { Channel, ToPrimary, ToWorker } from "../../coordination/protocol.ts";
 import { ChannelRequests, ReplyTimeout } from "../../coordination/channel-requests.ts";
 import { RunAborted } from "../../errors/classify.ts";
 import type { ConversationLock, LockOutcome, LockQueuePolicy } from "./conversation-lock.ts";

@@ -1,4 +1,4 @@
-import type { Channel, ToPrimary, ToWorker } from "../../cluster/protocol.ts";
+import type { Channel, ToPrimary, ToWorker } from "../../coordination/protocol.ts";
 import { ChannelRequests } from "../../coordination/channel-requests.ts";
 import type { ActiveRuns } from "./active-runs.ts";
 import type { RunCanceller } from "./run-canceller.ts";

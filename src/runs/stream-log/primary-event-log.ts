@@ -1,4 +1,4 @@
-import type { Channel, ToPrimary, ToWorker } from "../../cluster/protocol.ts";
+import type { Channel, ToPrimary, ToWorker } from "../../coordination/protocol.ts";
 import type { StreamEvent } from "../../contract/messages.ts";
 import { EntryQueue } from "./entry-queue.ts";
 import type { EventLog, LogReader, RunEventWriter } from "./event-log.ts";
