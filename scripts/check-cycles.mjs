@@ -43,8 +43,6 @@ const EXCEPTIONS = [
   ["http/routes/services.ts", "runtime.ts", "the Runtime type"],
   ["runtime.ts", "worker/run-tracker.ts", "the stalled-run tracker lives with the worker process"],
   ["coordination/protocol.ts", "runs/stream-log/event-log.ts", "the run events' entry type lives with the event logs in runs/"],
-  ["observability/metrics.ts", "admission/locks/conversation-lock.ts", "the lock metrics decorator is written in the metrics"],
-  ["observability/metrics.ts", "admission/locks/lock-decorator.ts", "the lock metrics decorator is written in the metrics"],
   ["observability/tracing.ts", "admission/locks/lock-decorator.ts", "the lock wait span is a lock decorator"],
   ["observability/otel-tracing.ts", "admission/locks/lock-decorator.ts", "the lock wait span is a lock decorator"],
 ];

@@ -3,8 +3,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { ConversationLock } from "../../src/admission/locks/conversation-lock.ts";
 import { decorateLock, type LockDecorator } from "../../src/admission/locks/lock-decorator.ts";
+import { countLockOutcomes } from "../../src/admission/locks/lock-metrics.ts";
 import { MemoryConversationLock } from "../../src/admission/locks/memory-lock.ts";
-import { countLockOutcomes, ServiceMetrics } from "../../src/observability/metrics.ts";
+import { ServiceMetrics } from "../../src/observability/metrics.ts";
 
 test("decorators wrap in order, the first next to the lock; ping and close reach the lock", async () => {
   const calls: string[] = [];
