@@ -19,7 +19,7 @@ import { randomUUID } from "node:crypto";
 import net from "node:net";
 import { after, describe, test } from "node:test";
 import pg from "pg";
-import { metric, request, scrape, startCluster, TOKEN, type Cluster } from "../cluster/cluster-helper.ts";
+import { eventually, metric, request, scrape, startCluster, TOKEN, type Cluster } from "../cluster/cluster-helper.ts";
 import { DATABASE_URL } from "../helpers/postgres.ts";
 import { recordFigures } from "./figures.ts";
 
@@ -34,13 +34,8 @@ const lines: string[] = [];
 const data: Record<string, unknown> = {};
 after(() => recordFigures("run-safety", { title: "Run safety (test/reliability/run-safety.reliability.ts)", lines, data }));
 
-async function until(check: () => Promise<boolean>, what: string, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+/** The cluster tests' own poll on observable state, with the longer bound these runs need. */
+const until = (check: () => Promise<boolean>, what: string) => eventually(check, 30_000, what, 20);
 
 async function history(cluster: Cluster, thread: string): Promise<string[]> {
   const page = (await request(cluster.url, "GET", `/steps-agent/history?thread_id=${thread}&limit=1000`)).json<{ messages: Array<{ content: unknown }> }>();
@@ -124,12 +119,13 @@ describe("invokes whose clients leave", () => {
       }
       let answeredRetries = 0;
       for (const { key, body } of keyed) {
+        // 409 idempotency_in_progress until the run the client left has ended.
         let reply = await request(cluster.url, "POST", "/slow-agent/invoke", body, { "idempotency-key": key });
-        const deadline = Date.now() + 30_000;
-        while (reply.status === 409 && Date.now() < deadline) {
-          await new Promise((resolve) => setTimeout(resolve, 100));
+        await until(async () => {
+          if (reply.status !== 409) return true;
           reply = await request(cluster.url, "POST", "/slow-agent/invoke", body, { "idempotency-key": key });
-        }
+          return reply.status !== 409;
+        }, "the kept answer");
         if (reply.status === 200 && /^slept 400 ms/.test(reply.json<{ content: string }>().content)) answeredRetries++;
       }
       const afterwards = await scrape(cluster);
