@@ -5,11 +5,11 @@
 import cluster from "node:cluster";
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
-import type { ConversationLock, LockQueuePolicy } from "../src/admission/locks/conversation-lock.ts";
-import { MemoryConversationLock } from "../src/admission/locks/memory-lock.ts";
-import { PrimaryConversationLock } from "../src/admission/locks/primary-lock.ts";
-import { RedisConversationLock } from "../src/admission/locks/redis-lock.ts";
-import { LockBroker } from "../src/cluster/lock-broker.ts";
+import type { ConversationLock, LockQueuePolicy } from "../src/coordination/locks/conversation-lock.ts";
+import { MemoryConversationLock } from "../src/coordination/locks/memory-lock.ts";
+import { PrimaryConversationLock } from "../src/coordination/locks/primary-lock.ts";
+import { RedisConversationLock } from "../src/coordination/locks/redis-lock.ts";
+import { LockBroker } from "../src/coordination/locks/lock-broker.ts";
 import { isMessage, workerChannel, type ToPrimary } from "../src/coordination/protocol.ts";
 
 const iterations = Number(process.argv[2] ?? 5000);

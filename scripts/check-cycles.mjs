@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import ts from "typescript";
 
 const root = resolve(process.argv[2] ?? "src");
-/** The project's own src/: there every module must have a layer, and every exception must still be needed. */
+/** The project's own src/: there every module must have a layer. */
 const projectSources = root === fileURLToPath(new URL("../src", import.meta.url));
 
 /**
@@ -27,24 +27,6 @@ const LAYERS = [
   ["domain services", ["agents/", "models/", "checkpoints/", "feedback/", "auth/", "admission/", "coordination/"]],
   ["contract", ["contract/"]],
   ["foundations", ["config/", "errors/", "observability/", "client/"]],
-];
-
-/**
- * Imports that still run up the layers, each with why, while they are being removed (issue 30).
- * The check fails when one of them is gone too, so this list only shrinks.
- */
-const EXCEPTIONS = [
-  ["http/app.ts", "runtime.ts", "the Runtime type the routes serve with is declared in the composition root"],
-  ["http/middleware/admission.ts", "runtime.ts", "the Runtime type"],
-  ["http/middleware/authenticate.ts", "runtime.ts", "the Runtime type"],
-  ["http/middleware/body-deadline.ts", "runtime.ts", "the Runtime type"],
-  ["http/middleware/request-context.ts", "runtime.ts", "the Runtime type"],
-  ["http/routes/health.ts", "runtime.ts", "the Runtime type"],
-  ["http/routes/services.ts", "runtime.ts", "the Runtime type"],
-  ["runtime.ts", "worker/run-tracker.ts", "the stalled-run tracker lives with the worker process"],
-  ["coordination/protocol.ts", "runs/stream-log/event-log.ts", "the run events' entry type lives with the event logs in runs/"],
-  ["observability/tracing.ts", "admission/locks/lock-decorator.ts", "the lock wait span is a lock decorator"],
-  ["observability/otel-tracing.ts", "admission/locks/lock-decorator.ts", "the lock wait span is a lock decorator"],
 ];
 
 function sources(dir) {
@@ -94,7 +76,6 @@ function layerOf(module) {
 
 const unplaced = [];
 const upward = [];
-const excused = new Set();
 for (const [file, targets] of imports) {
   const from = name(file);
   const fromLayer = layerOf(from);
@@ -106,12 +87,9 @@ for (const [file, targets] of imports) {
     const to = name(target);
     const toLayer = layerOf(to);
     if (!toLayer || toLayer.rank >= fromLayer.rank) continue;
-    const exception = EXCEPTIONS.find(([a, b]) => a === from && b === to);
-    if (exception) excused.add(exception);
-    else upward.push(`${from} (${fromLayer.layer}) -> ${to} (${toLayer.layer})`);
+    upward.push(`${from} (${fromLayer.layer}) -> ${to} (${toLayer.layer})`);
   }
 }
-const stale = projectSources ? EXCEPTIONS.filter((exception) => !excused.has(exception)) : [];
 
 let failed = false;
 if (cycles.length) {
@@ -129,13 +107,5 @@ if (upward.length) {
   console.error(`${upward.length} import(s) up the layers (docs/architecture.md, "Layers"):`);
   for (const line of upward) console.error(`  ${line}`);
 }
-if (stale.length) {
-  failed = true;
-  console.error(`${stale.length} exception(s) no longer needed (remove them from EXCEPTIONS in scripts/check-cycles.mjs):`);
-  for (const [from, to] of stale) console.error(`  ${from} -> ${to}`);
-}
 if (failed) process.exit(1);
-console.log(
-  `no import cycles and no imports up the layers among ${imports.size} modules under ${relative(process.cwd(), root)}/` +
-    (projectSources && EXCEPTIONS.length ? ` (${EXCEPTIONS.length} listed exceptions)` : ""),
-);
+console.log(`no import cycles and no imports up the layers among ${imports.size} modules under ${relative(process.cwd(), root)}/`);

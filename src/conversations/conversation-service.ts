@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { ConversationLock } from "../admission/locks/conversation-lock.ts";
+import type { ConversationLock } from "../coordination/locks/conversation-lock.ts";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import type { AgentRegistry } from "../agents/registry.ts";
 import { effectiveUserId, type Principal } from "../auth/principal.ts";

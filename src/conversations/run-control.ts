@@ -1,9 +1,9 @@
 import type { RegisteredAgent } from "../agents/agent.ts";
 import type { Principal } from "../auth/principal.ts";
 import { ServiceError } from "../errors/service-error.ts";
-import type { RunCanceller } from "../runs/cancel/run-canceller.ts";
-import type { RunReplay } from "../runs/stream-log/event-log.ts";
-import type { StreamLogs } from "../runs/stream-log/stream-logs.ts";
+import type { RunCanceller } from "../coordination/cancel/run-canceller.ts";
+import type { RunReplay } from "../coordination/run-events/event-log.ts";
+import type { StreamLogs } from "../coordination/run-events/stream-logs.ts";
 import type { ConversationAddress, ConversationService } from "./conversation-service.ts";
 
 export interface RunControlDependencies {

@@ -2,7 +2,7 @@ import { conversationHead, ensureRoomForRun, forgetUnsavedChanges, type Conversa
 import type { ChatMessage, StreamEvent } from "../contract/messages.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import { invokeRun, streamRun } from "../runs/execute.ts";
-import type { ActiveRuns } from "../runs/cancel/active-runs.ts";
+import type { ActiveRuns } from "../coordination/cancel/active-runs.ts";
 import type { PreparedRun } from "../runs/prepare.ts";
 import { classifyRunError } from "../runs/run-failure.ts";
 import type { Conversation, ConversationService, HeldConversation } from "./conversation-service.ts";

@@ -1,7 +1,7 @@
 import type { WaitOutcome } from "../admission/wait-queue.ts";
 import type { StreamEvent } from "../contract/messages.ts";
 import type { MetricsJson } from "../observability/metrics.ts";
-import type { LogEntry } from "../runs/stream-log/event-log.ts";
+import type { LogEntry } from "./run-events/event-log.ts";
 
 /**
  * The IPC messages between the primary and its workers. Every message carries `ah` (its kind), so
@@ -48,7 +48,7 @@ export type ToPrimary =
   | { ah: "run.cancel"; id: number; key: string }
   /** The answer to run.stop: the run stopped here, or null. */
   | { ah: "run.stopped"; id: number; runId: string | null }
-  /** Record a resumable run's events in the primary (runs/stream-log), so every worker can replay them; `user` for its size bounds. */
+  /** Record a resumable run's events in the primary (coordination/run-events), so every worker can replay them; `user` for its size bounds. */
   | { ah: "events.open"; runId: string; key: string; user: string }
   | { ah: "events.append"; runId: string; event: StreamEvent }
   | { ah: "events.end"; runId: string; clean: boolean }

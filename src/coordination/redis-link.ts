@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { connectRedis, throttledReport } from "../admission/locks/redis-connection.ts";
+import { connectRedis, throttledReport } from "./locks/redis-connection.ts";
 
 /** One channel's subscription on the link: resolved once Redis has confirmed it. */
 export interface Subscription {

@@ -5,7 +5,7 @@ import { ConversationHistory } from "../conversations/history.ts";
 import { ConversationList } from "../conversations/thread-list.ts";
 import { RunControl } from "../conversations/run-control.ts";
 import { Turns } from "../conversations/turns.ts";
-import type { Runtime } from "../runtime.ts";
+import type { Runtime } from "./http-runtime.ts";
 import { admission } from "./middleware/admission.ts";
 import { authenticate } from "./middleware/authenticate.ts";
 import { bodyDeadline } from "./middleware/body-deadline.ts";

@@ -2,7 +2,7 @@ import type { z } from "zod";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { RunEvents } from "../conversations/agent-run.ts";
-import type { RunReplay } from "../runs/stream-log/event-log.ts";
+import type { RunReplay } from "../coordination/run-events/event-log.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { ErrorKind } from "./api-error.ts";
 import type { RequestScope } from "./request-scope.ts";
@@ -56,7 +56,7 @@ export interface StreamOperation extends OperationBase {
   /** Server-Sent Events or JSON Lines, one StreamEvent each. */
   readonly stream: "sse" | "jsonl";
   readonly streamDescription: string;
-  /** Reads a resumable run's recorded events (runs/stream-log) instead of starting a run. */
+  /** Reads a resumable run's recorded events (coordination/run-events) instead of starting a run. */
   readonly replay?: true;
 }
 

@@ -1,15 +1,15 @@
 import type { Response } from "express";
 import type { StreamEvent } from "../contract/messages.ts";
 import type { RunEvents } from "../conversations/agent-run.ts";
-import { EntryQueue } from "../runs/stream-log/entry-queue.ts";
-import type { LogEntry, RunEventWriter, RunReplay } from "../runs/stream-log/event-log.ts";
-import type { StreamLogs } from "../runs/stream-log/stream-logs.ts";
+import { EntryQueue } from "../coordination/run-events/entry-queue.ts";
+import type { LogEntry, RunEventWriter, RunReplay } from "../coordination/run-events/event-log.ts";
+import type { StreamLogs } from "../coordination/run-events/stream-logs.ts";
 import { errorCatalogue } from "./api-error.ts";
 import { failureEvents, FRAMINGS, StreamOutput, type StreamSettings } from "./event-stream.ts";
 import { scopeOf, type RequestScope } from "./request-scope.ts";
 
 /**
- * Resumable streams (`stream_resumable: true`). The run's events are recorded (runs/stream-log) by a
+ * Resumable streams (`stream_resumable: true`). The run's events are recorded (coordination/run-events) by a
  * pump that goes on when the client leaves, within the request's deadline; the response gets them from
  * the pump as they come, and any later resume (GET /runs/{run_id}/stream) reads the record. Each event
  * carries its sequence number: SSE as `id:`, JSON Lines as `seq`.

@@ -12,12 +12,11 @@ import {
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from "@opentelemetry/resources";
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from "@opentelemetry/sdk-trace-base";
-import type { LockDecorator } from "../admission/locks/lock-decorator.ts";
 import type { Config } from "../config/schema.ts";
 import { serviceVersion } from "./build.ts";
 import type { ModelCall, ModelCallTracer } from "./model-calls.ts";
 import { ensureContextManager } from "./otel-context.ts";
-import type { RequestTrace, RunIdentity, RunTrace, Tracing } from "./tracing.ts";
+import type { LockWaitTrace, RequestTrace, RunIdentity, RunTrace, Tracing } from "./tracing.ts";
 
 /** Checkpoint backends under their OpenTelemetry `db.system.name`. */
 const DB_SYSTEMS: Readonly<Record<string, string>> = { filedb: "sqlite", serverdb: "postgresql", memory: "memory" };
@@ -112,19 +111,14 @@ export function createOtelTracing(config: Config, exporter: SpanExporter): Traci
     },
   };
 
-  const lockWaits: LockDecorator = (acquire) => async (key, signal) => {
-    if (!underSpan()) return acquire(key, signal);
-    const span = tracer.startSpan("conversation_lock.acquire");
-    const end = ender(span);
-    try {
-      const outcome = await acquire(key, signal);
-      if (outcome.ok) end({ "agenthost.lock.outcome": "granted", "agenthost.lock.waited_ms": outcome.lease.waitedMs });
-      else end({ "agenthost.lock.outcome": outcome.reason }, outcome.reason === "aborted" ? undefined : outcome.reason);
-      return outcome;
-    } catch (error) {
-      end({ "agenthost.lock.outcome": "error" }, "lock_unavailable");
-      throw error;
-    }
+  const startLockWait = (): LockWaitTrace | undefined => {
+    if (!underSpan()) return undefined;
+    const end = ender(tracer.startSpan("conversation_lock.acquire"));
+    return {
+      granted: (waitedMs) => end({ "agenthost.lock.outcome": "granted", "agenthost.lock.waited_ms": waitedMs }),
+      refused: (reason) => end({ "agenthost.lock.outcome": reason }, reason === "aborted" ? undefined : reason),
+      failed: () => end({ "agenthost.lock.outcome": "error" }, "lock_unavailable"),
+    };
   };
 
   return {
@@ -165,7 +159,7 @@ export function createOtelTracing(config: Config, exporter: SpanExporter): Traci
       };
     },
 
-    lockWaits,
+    startLockWait,
 
     async checkpoint(backend, operation, call) {
       if (!underSpan()) return call();

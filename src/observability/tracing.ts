@@ -1,5 +1,4 @@
 import type { IncomingMessage } from "node:http";
-import type { LockDecorator } from "../admission/locks/lock-decorator.ts";
 import type { ModelCallTracer } from "./model-calls.ts";
 
 /**
@@ -12,8 +11,11 @@ export interface Tracing {
   startRequest(req: IncomingMessage): RequestTrace;
   /** A span for one agent run, child of the span active now (the request's). */
   startRun(run: RunIdentity): RunTrace;
-  /** A span around each conversation-lock acquire: how long it waited and how it ended. */
-  readonly lockWaits: LockDecorator;
+  /**
+   * A span for one conversation-lock acquire, child of the active span; undefined outside a
+   * request or run span (nothing to hang it under).
+   */
+  startLockWait(): LockWaitTrace | undefined;
   /** A span around one checkpoint operation. */
   checkpoint<T>(backend: string, operation: string, call: () => Promise<T>): Promise<T>;
   /** Spans for chat model calls (fed by ModelCallObserver). */
@@ -23,6 +25,14 @@ export interface Tracing {
   /** Export what is buffered. */
   flush(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** How one lock acquire ended: granted after a wait, refused for a reason, or failed (the lock service). */
+export interface LockWaitTrace {
+  granted(waitedMs: number): void;
+  /** `aborted` is the caller's own doing and not an error on the span; any other reason is. */
+  refused(reason: string): void;
+  failed(): void;
 }
 
 export interface RequestTrace {

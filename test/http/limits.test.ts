@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import { storageKey } from "../../src/auth/storage-key.ts";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
-import { MemoryConversationLock } from "../../src/admission/locks/memory-lock.ts";
+import { MemoryConversationLock } from "../../src/coordination/locks/memory-lock.ts";
 import { waitFor } from "../helpers/raw-http.ts";
 import { parseSse } from "../helpers/streams.ts";
 

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { entryBytes } from "../../src/runs/stream-log/record-budget.ts";
+import { entryBytes } from "../../src/coordination/run-events/record-budget.ts";
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../helpers/otlp-receiver.ts";
 import { waitFor } from "../helpers/raw-http.ts";
 import { eventsOf, parseSseFrames, type SseFrame } from "../helpers/run-streams.ts";

@@ -4,8 +4,8 @@
 // wait at the gated agent's gate, holding their conversation, until the test ends them one way.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { MemoryConversationLock } from "../../src/admission/locks/memory-lock.ts";
-import type { ConversationLock, LockOutcome } from "../../src/admission/locks/conversation-lock.ts";
+import { MemoryConversationLock } from "../../src/coordination/locks/memory-lock.ts";
+import type { ConversationLock, LockOutcome } from "../../src/coordination/locks/conversation-lock.ts";
 import { RunAborted } from "../../src/errors/classify.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "../helpers/otlp-receiver.ts";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";

@@ -2,9 +2,9 @@
 // side) over in-memory channels that deliver asynchronously, like IPC.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { PrimaryConversationLock } from "../../src/admission/locks/primary-lock.ts";
-import type { LockQueuePolicy } from "../../src/admission/locks/conversation-lock.ts";
-import { LockBroker } from "../../src/cluster/lock-broker.ts";
+import { PrimaryConversationLock } from "../../src/coordination/locks/primary-lock.ts";
+import type { LockQueuePolicy } from "../../src/coordination/locks/conversation-lock.ts";
+import { LockBroker } from "../../src/coordination/locks/lock-broker.ts";
 import type { Channel, ToPrimary, ToWorker } from "../../src/coordination/protocol.ts";
 import { RunAborted } from "../../src/errors/classify.ts";
 import { waitFor } from "../helpers/raw-http.ts";

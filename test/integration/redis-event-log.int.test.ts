@@ -8,8 +8,8 @@ import { randomUUID } from "node:crypto";
 import { after, test } from "node:test";
 import { Redis } from "ioredis";
 import type { StreamEvent } from "../../src/contract/messages.ts";
-import type { LogEntry, LogReader } from "../../src/runs/stream-log/event-log.ts";
-import { RedisEventLog } from "../../src/runs/stream-log/redis-event-log.ts";
+import type { LogEntry, LogReader } from "../../src/coordination/run-events/event-log.ts";
+import { RedisEventLog } from "../../src/coordination/run-events/redis-event-log.ts";
 import { waitFor } from "../helpers/raw-http.ts";
 import { REDIS_URL } from "../helpers/redis.ts";
 

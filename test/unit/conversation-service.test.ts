@@ -1,12 +1,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { ConversationLock, LockOutcome } from "../../src/admission/locks/conversation-lock.ts";
+import type { ConversationLock, LockOutcome } from "../../src/coordination/locks/conversation-lock.ts";
 import type { RegisteredAgent } from "../../src/agents/agent.ts";
 import type { Principal } from "../../src/auth/principal.ts";
 import { storageKey } from "../../src/auth/storage-key.ts";
 import { ConversationService } from "../../src/conversations/conversation-service.ts";
 import { ServiceError } from "../../src/errors/service-error.ts";
-import { RunTracker } from "../../src/worker/run-tracker.ts";
+import { RunTracker } from "../../src/runs/run-tracker.ts";
 
 const agent = (name: string) => ({ name, description: "", graph: {} as RegisteredAgent["graph"], supportsModelSelection: false }) satisfies RegisteredAgent;
 const agents = new Map([["a", agent("a")], ["b", agent("b")]]);

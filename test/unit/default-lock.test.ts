@@ -2,11 +2,11 @@
 // its one process, so its locks stay there, whatever else is configured.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { MemoryConversationLock } from "../../src/admission/locks/memory-lock.ts";
+import { MemoryConversationLock } from "../../src/coordination/locks/memory-lock.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { closeScope, coordinationScope } from "../../src/coordination/scope.ts";
 import { createLogger } from "../../src/observability/logger.ts";
-import { defaultConversationLock } from "../../src/runtime.ts";
+import { conversationLock } from "../../src/coordination/coordination.ts";
 
 const logger = createLogger({ LOG_LEVEL: "error" });
 
@@ -15,7 +15,7 @@ test("the memory backend locks in its own process, even with REDIS_URL set", asy
   const scope = coordinationScope(config, logger);
   try {
     assert.equal(scope.kind, "redis", "cancels still reach every host");
-    const lock = defaultConversationLock(config, scope);
+    const lock = conversationLock(config, scope);
     assert.ok(lock instanceof MemoryConversationLock, lock.constructor.name);
   } finally {
     closeScope(scope);

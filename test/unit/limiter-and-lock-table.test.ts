@@ -3,8 +3,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { AdmissionLimiter } from "../../src/admission/limiter.ts";
-import { KeyedFifoLock } from "../../src/admission/locks/keyed-fifo-lock.ts";
-import { MemoryConversationLock } from "../../src/admission/locks/memory-lock.ts";
+import { KeyedFifoLock } from "../../src/coordination/locks/keyed-fifo-lock.ts";
+import { MemoryConversationLock } from "../../src/coordination/locks/memory-lock.ts";
 
 test("limiter: a released slot passes to the oldest waiter; the count never dips in between", async () => {
   const limiter = new AdmissionLimiter(1, 2, 60_000);

@@ -1,10 +1,10 @@
 // One way to decorate a conversation lock, and the decorator the service puts on it.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { ConversationLock } from "../../src/admission/locks/conversation-lock.ts";
-import { decorateLock, type LockDecorator } from "../../src/admission/locks/lock-decorator.ts";
-import { countLockOutcomes } from "../../src/admission/locks/lock-metrics.ts";
-import { MemoryConversationLock } from "../../src/admission/locks/memory-lock.ts";
+import type { ConversationLock } from "../../src/coordination/locks/conversation-lock.ts";
+import { decorateLock, type LockDecorator } from "../../src/coordination/locks/lock-decorator.ts";
+import { countLockOutcomes } from "../../src/coordination/locks/lock-metrics.ts";
+import { MemoryConversationLock } from "../../src/coordination/locks/memory-lock.ts";
 import { ServiceMetrics } from "../../src/observability/metrics.ts";
 
 test("decorators wrap in order, the first next to the lock; ping and close reach the lock", async () => {

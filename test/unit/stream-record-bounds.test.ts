@@ -5,9 +5,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { StreamEvent } from "../../src/contract/messages.ts";
-import type { LogEntry, LogReader } from "../../src/runs/stream-log/event-log.ts";
-import { MemoryEventLog } from "../../src/runs/stream-log/memory-event-log.ts";
-import { entryBytes, RecordBudget } from "../../src/runs/stream-log/record-budget.ts";
+import type { LogEntry, LogReader } from "../../src/coordination/run-events/event-log.ts";
+import { MemoryEventLog } from "../../src/coordination/run-events/memory-event-log.ts";
+import { entryBytes, RecordBudget } from "../../src/coordination/run-events/record-budget.ts";
 
 const KEY = "lat:v1:conversation";
 const token = (size: number): StreamEvent => ({ type: "token", content: "x".repeat(size) });

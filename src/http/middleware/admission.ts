@@ -1,7 +1,7 @@
 import type { Request, RequestHandler } from "express";
 import { ApiError } from "../api-error.ts";
 import { RunAborted } from "../../errors/classify.ts";
-import type { Runtime } from "../../runtime.ts";
+import type { Runtime } from "../http-runtime.ts";
 import { scopeOf } from "../request-scope.ts";
 
 /**

@@ -1,5 +1,5 @@
 import type { RequestHandler } from "express";
-import type { Runtime } from "../../runtime.ts";
+import type { Runtime } from "../http-runtime.ts";
 import { scopeOf } from "../request-scope.ts";
 
 /** Bearer authentication for every route mounted after it. */

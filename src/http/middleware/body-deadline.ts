@@ -1,7 +1,7 @@
 import type { Request, RequestHandler } from "express";
 import type { Config } from "../../config/schema.ts";
 import { ApiError } from "../api-error.ts";
-import type { Runtime } from "../../runtime.ts";
+import type { Runtime } from "../http-runtime.ts";
 import { sendError } from "./errors.ts";
 
 /** Methods whose body the service never reads. */

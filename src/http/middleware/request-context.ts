@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { RequestHandler } from "express";
-import type { Runtime } from "../../runtime.ts";
+import type { Runtime } from "../http-runtime.ts";
 import type { Operation } from "../operation.ts";
 import { operations } from "../operations.ts";
 import { routeTemplate, type RequestScope } from "../request-scope.ts";

@@ -1,4 +1,4 @@
-import type { Runtime } from "../../runtime.ts";
+import type { Runtime } from "../http-runtime.ts";
 import type { Handlers } from "./services.ts";
 
 const PROBE_TIMEOUT_MS = 2_000;

@@ -3,7 +3,7 @@ import type { ConversationService } from "../../conversations/conversation-servi
 import type { ConversationHistory } from "../../conversations/history.ts";
 import type { ConversationList } from "../../conversations/thread-list.ts";
 import type { RunControl } from "../../conversations/run-control.ts";
-import type { Runtime } from "../../runtime.ts";
+import type { Runtime } from "../http-runtime.ts";
 import type { HandlersOf } from "../operation.ts";
 import type { Operations } from "../operations.ts";
 

@@ -1,11 +1,11 @@
-import { LeaseReaper } from "../admission/locks/lease-reaper.ts";
+import { LeaseReaper } from "./locks/lease-reaper.ts";
 import type { Config } from "../config/schema.ts";
 import { connectionProblemForLog, type Logger } from "../observability/logger.ts";
-import { recordLimits } from "../runs/stream-log/default-stream-logs.ts";
-import { CancelBroker } from "./cancel-broker.ts";
-import { EventLogBroker } from "./event-log-broker.ts";
-import { LockBroker } from "./lock-broker.ts";
-import type { ReplyToWorker, ToPrimary } from "../coordination/protocol.ts";
+import { recordLimits } from "./coordination.ts";
+import { CancelBroker } from "./cancel/cancel-broker.ts";
+import { EventLogBroker } from "./run-events/event-log-broker.ts";
+import { LockBroker } from "./locks/lock-broker.ts";
+import type { ReplyToWorker, ToPrimary } from "./protocol.ts";
 
 /**
  * What the primary serves its workers besides supervision, as one object: the conversation lock

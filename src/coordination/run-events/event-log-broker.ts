@@ -1,6 +1,6 @@
-import { isLast, type RunEventWriter } from "../runs/stream-log/event-log.ts";
-import { MemoryEventLog, type MemoryEventLogOptions } from "../runs/stream-log/memory-event-log.ts";
-import { sendToWorker, type ReplyToWorker, type ToPrimary } from "../coordination/protocol.ts";
+import { isLast, type RunEventWriter } from "./event-log.ts";
+import { MemoryEventLog, type MemoryEventLogOptions } from "./memory-event-log.ts";
+import { sendToWorker, type ReplyToWorker, type ToPrimary } from "../protocol.ts";
 
 interface Member {
   readonly reply: ReplyToWorker;

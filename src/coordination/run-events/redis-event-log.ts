@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
-import { throttledReport } from "../../admission/locks/redis-connection.ts";
+import { throttledReport } from "../locks/redis-connection.ts";
 import type { StreamEvent } from "../../contract/messages.ts";
-import { openLink, type RedisLink, type RedisSource } from "../../coordination/redis-link.ts";
+import { openLink, type RedisLink, type RedisSource } from "../redis-link.ts";
 import { DROPPED, isLast, type EventLog, type LogEntry, type LogReader, type RunEventWriter } from "./event-log.ts";
 import { entryBytes, RecordBudget, type RecordBounds } from "./record-budget.ts";
 

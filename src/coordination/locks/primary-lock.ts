@@ -1,5 +1,5 @@
-import type { Channel, ToPrimary, ToWorker } from "../../coordination/protocol.ts";
-import { ChannelRequests, ReplyTimeout } from "../../coordination/channel-requests.ts";
+import type { Channel, ToPrimary, ToWorker } from "../protocol.ts";
+import { ChannelRequests, ReplyTimeout } from "../channel-requests.ts";
 import { RunAborted } from "../../errors/classify.ts";
 import type { ConversationLock, LockOutcome, LockQueuePolicy } from "./conversation-lock.ts";
 
@@ -14,7 +14,7 @@ function lockReply(message: ToWorker): number | undefined {
 
 /**
  * ConversationLock brokered by the primary over IPC: it covers every worker of one host. The
- * primary keeps the FIFO table (see cluster/lock-broker.ts) and releases a dead worker's locks at
+ * primary keeps the FIFO table (see lock-broker.ts) and releases a dead worker's locks at
  * once. If the primary goes away, every lease held here reports itself lost.
  */
 export class PrimaryConversationLock implements ConversationLock {

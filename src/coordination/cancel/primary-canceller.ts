@@ -1,14 +1,14 @@
-import type { Channel, ToPrimary, ToWorker } from "../../coordination/protocol.ts";
-import { ChannelRequests } from "../../coordination/channel-requests.ts";
+import type { Channel, ToPrimary, ToWorker } from "../protocol.ts";
+import { ChannelRequests } from "../channel-requests.ts";
 import type { ActiveRuns } from "./active-runs.ts";
 import type { RunCanceller } from "./run-canceller.ts";
 
-/** Past the primary's own wait (cluster/cancel-broker.ts): a primary that never answers means nothing was stopped. */
+/** Past the primary's own wait (cancel-broker.ts): a primary that never answers means nothing was stopped. */
 const ANSWER_TIMEOUT_MS = 2_000;
 
 /**
  * Cancels across the workers of one host through the primary: the run may hold its conversation on
- * any worker, so the primary asks each to stop it (cluster/cancel-broker.ts). This side also answers
+ * any worker, so the primary asks each to stop it (cancel-broker.ts). This side also answers
  * the primary's stop requests from the worker's own runs.
  */
 export class PrimaryRunCanceller implements RunCanceller {

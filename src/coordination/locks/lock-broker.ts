@@ -1,6 +1,6 @@
-import type { LockQueuePolicy } from "../admission/locks/conversation-lock.ts";
-import { KeyedFifoLock } from "../admission/locks/keyed-fifo-lock.ts";
-import { sendToWorker, type ReplyToWorker, type ToPrimary, type ToWorker } from "../coordination/protocol.ts";
+import type { LockQueuePolicy } from "./conversation-lock.ts";
+import { KeyedFifoLock } from "./keyed-fifo-lock.ts";
+import { sendToWorker, type ReplyToWorker, type ToPrimary, type ToWorker } from "../protocol.ts";
 
 interface Owner {
   readonly reply: ReplyToWorker;

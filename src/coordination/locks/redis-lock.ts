@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { openLink, type RedisLink, type RedisSource, type Subscription } from "../../coordination/redis-link.ts";
+import { openLink, type RedisLink, type RedisSource, type Subscription } from "../redis-link.ts";
 import type { ConversationLock, LockOutcome, LockQueuePolicy } from "./conversation-lock.ts";
 import { RedisLease, type LeaseEvent, type LeaseTerms } from "./redis-lease.ts";
 import { lockKey, lockScripts, queueKey, releaseChannel, type LockScripts } from "./redis-lock-scripts.ts";

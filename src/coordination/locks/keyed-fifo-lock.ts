@@ -1,4 +1,4 @@
-import { WaitQueue, type QueueBounds, type WaitOutcome } from "../wait-queue.ts";
+import { WaitQueue, type QueueBounds, type WaitOutcome } from "../../admission/wait-queue.ts";
 
 /** How one acquire ended, and how long it waited: exactly 0 when the key was free at once. */
 export interface KeyedAcquire {

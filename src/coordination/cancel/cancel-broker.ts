@@ -1,4 +1,4 @@
-import { sendToWorker, type ReplyToWorker, type ToPrimary } from "../coordination/protocol.ts";
+import { sendToWorker, type ReplyToWorker, type ToPrimary } from "../protocol.ts";
 
 /** How long the primary waits for its workers' answers to a cancel before answering with what it has. */
 const ANSWER_WAIT_MS = 1_000;

@@ -1,4 +1,4 @@
-import type { QueueBounds, WaitOutcome } from "../wait-queue.ts";
+import type { QueueBounds, WaitOutcome } from "../../admission/wait-queue.ts";
 
 /**
  * The per-conversation lock: one request at a time per storage key, across whatever scope the

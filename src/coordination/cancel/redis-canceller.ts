@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { openLink, type RedisLink, type RedisSource, type Subscription } from "../../coordination/redis-link.ts";
+import { openLink, type RedisLink, type RedisSource, type Subscription } from "../redis-link.ts";
 import type { ActiveRuns } from "./active-runs.ts";
 import type { RunCanceller } from "./run-canceller.ts";
 

@@ -1,4 +1,4 @@
-import type { Channel, ToPrimary, ToWorker } from "../../coordination/protocol.ts";
+import type { Channel, ToPrimary, ToWorker } from "../protocol.ts";
 import type { StreamEvent } from "../../contract/messages.ts";
 import { EntryQueue } from "./entry-queue.ts";
 import type { EventLog, LogReader, RunEventWriter } from "./event-log.ts";
@@ -13,7 +13,7 @@ interface Read {
 }
 
 /**
- * Resumable runs' events kept by the primary (cluster/event-log-broker.ts), so a stream started on
+ * Resumable runs' events kept by the primary (event-log-broker.ts), so a stream started on
  * one worker resumes on any other of the host without Redis. The primary bounds what it keeps; a run
  * past its own bound (`maxRunBytes`, counted as the primary counts it) is dropped there, so its later
  * events are not sent at all.
