@@ -16,7 +16,6 @@ import { performance } from "node:perf_hooks";
 import pg from "pg";
 import { conversation } from "./conversation.ts";
 import { storageKey } from "../src/auth/storage-key.ts";
-import { appendMessages, readHistoryPage } from "../src/checkpoints/history.ts";
 import { loadConfig } from "../src/config/load.ts";
 import { buildRuntime } from "../src/runtime.ts";
 import { pino } from "pino";
@@ -71,10 +70,10 @@ async function benchBackend(kind: string): Promise<void> {
     const firstPages: number[] = [];
     for (const size of SIZES) {
       const key = storageKey("bench-user", agent.name, `thread-${size}`);
-      for (let from = 0; from < size; from += BATCH) await appendMessages(agent, key, conversation(Math.min(BATCH, size - from), from));
-      const first = await percentiles(() => readHistoryPage(agent, key, 0, PAGE));
-      const last = await percentiles(() => readHistoryPage(agent, key, size - PAGE, PAGE));
-      const page = await readHistoryPage(agent, key, size - PAGE, PAGE);
+      for (let from = 0; from < size; from += BATCH) await runtime.conversations.append(agent, key, conversation(Math.min(BATCH, size - from), from));
+      const first = await percentiles(() => runtime.conversations.readPage(agent, key, 0, PAGE));
+      const last = await percentiles(() => runtime.conversations.readPage(agent, key, size - PAGE, PAGE));
+      const page = await runtime.conversations.readPage(agent, key, size - PAGE, PAGE);
       if (page.total !== size || page.messages.length !== PAGE) throw new Error(`bad page: ${page.total} / ${page.messages.length}`);
       const whole = await percentiles(() => agent.graph.getState({ configurable: { thread_id: key } }), size >= 5_000 ? 11 : READS);
       firstPages.push(first.p50);

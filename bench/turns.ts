@@ -25,7 +25,6 @@ import { pino } from "pino";
 import { conversation } from "./conversation.ts";
 import { pgQuery } from "./postgres.ts";
 import { storageKey } from "../src/auth/storage-key.ts";
-import { appendMessages } from "../src/checkpoints/history.ts";
 import { loadConfig } from "../src/config/load.ts";
 import { createApp } from "../src/http/app.ts";
 import { listen } from "../src/http/server.ts";
@@ -78,7 +77,7 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 async function seed(service: Service, thread: string, size: number): Promise<void> {
   const agent = service.runtime.registry.get(AGENT)!;
   const key = storageKey("service", AGENT, thread);
-  for (let from = 0; from < size; from += 1_000) await appendMessages(agent, key, conversation(Math.min(1_000, size - from), from));
+  for (let from = 0; from < size; from += 1_000) await service.runtime.conversations.append(agent, key, conversation(Math.min(1_000, size - from), from));
 }
 
 interface Backend {

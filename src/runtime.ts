@@ -11,6 +11,7 @@ import { RunTracker } from "./runs/run-tracker.ts";
 import { buildAgentRegistry } from "./agents/registry.ts";
 import { createAuthenticator } from "./auth/principal.ts";
 import { openCheckpointBackend, type CheckpointBackend } from "./checkpoints/backend.ts";
+import { ConversationStore } from "./checkpoints/conversation-store.ts";
 import { TimedSaver } from "./checkpoints/timed-saver.ts";
 import { createFeedbackDelivery } from "./feedback/delivery.ts";
 import { createObservabilityBackend, type ObservabilityBackend } from "./observability/backends/index.ts";
@@ -86,11 +87,14 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     metrics.recordBuild(serviceVersion(), checkpoints.kind);
     const observability = await createObservabilityBackend(config);
     cleanup.push(() => observability.close());
+    // One saver for every agent's graph and for the service's own reads and writes of conversations.
+    const saver = new TimedSaver(checkpoints.saver, checkpoints.kind, metrics.checkpointDuration, tracing);
+    const conversations = new ConversationStore(saver);
     const registry = await buildAgentRegistry({
       config,
       model: models.default,
       models,
-      checkpointer: new TimedSaver(checkpoints.saver, checkpoints.kind, metrics.checkpointDuration, tracing),
+      checkpointer: saver,
       toolsFor: mcp.toolsFor,
       callbacks: observability.callbacks,
       shortcuts,
@@ -118,6 +122,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       controlAdmission: new AdmissionLimiter(CONTROL_SLOTS, 0, 0),
       locks,
       checkpoints,
+      conversations,
       registry,
       models,
       mcp,

@@ -164,6 +164,8 @@ const decoder = new TextDecoder();
 export class MessageStoreSaver extends BaseCheckpointSaver {
   /** Threads in least-recently-used order (a Map iterates in insertion order). */
   private readonly threads = new Map<string, ThreadMessages>();
+  /** Latest checkpoints read for runs about to start (readHead), until their graph reads them. */
+  private readonly heads = new Map<string, { tuple: CheckpointTuple | undefined }>();
   private cachedMessages = 0;
   /**
    * The key of every message object this worker stored or revived. Weak, so it costs no memory of
@@ -186,8 +188,39 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
   }
 
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const held = this.heldHead(config);
+    if (held) return held.tuple;
     const tuple = await this.inner.getTuple(config);
     return tuple && this.resolve(tuple);
+  }
+
+  /**
+   * Read the thread's latest root checkpoint for a run about to start on it, and keep it for the
+   * run's graph: its first read of the same checkpoint takes it instead of reading again (one read
+   * of the checkpoint per run, not two). The caller holds the conversation's lock from here until
+   * `releaseHead`, so nothing can write the thread in between; any write to it here drops the kept
+   * read anyway.
+   */
+  async readHead(threadId: string): Promise<CheckpointTuple | undefined> {
+    const tuple = await this.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } });
+    this.heads.set(threadId, { tuple });
+    return tuple;
+  }
+
+  /** The run that read the head has ended (or its graph has read it): forget the kept read. */
+  releaseHead(threadId: string): void {
+    this.heads.delete(threadId);
+  }
+
+  /** The kept head for a read of the latest root checkpoint of its thread, taken once. */
+  private heldHead(config: RunnableConfig): { tuple: CheckpointTuple | undefined } | undefined {
+    if (this.heads.size === 0) return undefined;
+    const configurable = config.configurable;
+    const threadId: unknown = configurable?.thread_id;
+    if (typeof threadId !== "string" || (configurable?.checkpoint_ns ?? "") !== "" || configurable?.checkpoint_id !== undefined) return undefined;
+    const held = this.heads.get(threadId);
+    if (held) this.heads.delete(threadId);
+    return held;
   }
 
   override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
@@ -196,6 +229,7 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
 
   override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
     const threadId: unknown = config.configurable?.thread_id;
+    if (this.heads.size > 0 && typeof threadId === "string") this.heads.delete(threadId);
     if (typeof threadId !== "string") return this.inner.put(config, checkpoint, metadata, newVersions);
     const namespace: unknown = config.configurable?.checkpoint_ns ?? "";
     const value: unknown = checkpoint.channel_values?.messages;
@@ -217,6 +251,7 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
 
   override putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
     const threadId: unknown = config.configurable?.thread_id;
+    if (this.heads.size > 0 && typeof threadId === "string") this.heads.delete(threadId);
     const thread = typeof threadId === "string" && (config.configurable?.checkpoint_ns ?? "") === "" ? this.threads.get(threadId) : undefined;
     if (thread) {
       for (const [channel, value] of writes) {
@@ -416,6 +451,7 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
   }
 
   private forget(threadId: string): void {
+    this.heads.delete(threadId);
     const thread = this.threads.get(threadId);
     if (!thread) return;
     this.cachedMessages -= thread.byKey.size;

@@ -1,4 +1,4 @@
-import { appendMessages, clearHistory, conversationHead, readHistoryPage } from "../checkpoints/history.ts";
+import type { ConversationStore } from "../checkpoints/conversation-store.ts";
 import { ownerConfigurable } from "../contract/conversation-owner-key.ts";
 import type { MessageInput } from "../contract/messages.ts";
 import { HISTORY_MAX_LIMIT } from "../contract/requests.ts";
@@ -12,6 +12,7 @@ const DEFAULT_PAGE_SIZE = 100;
 
 export interface HistoryDependencies {
   readonly conversations: ConversationService;
+  readonly store: ConversationStore;
   /** HISTORY_MAX_PAGE_SIZE, when set. */
   readonly maxPageSize: number | undefined;
   /** CONVERSATION_MAX_MESSAGES: an append may not take a conversation past it. */
@@ -35,7 +36,7 @@ export class ConversationHistory {
   async page(conversation: Conversation, offset: number, limit: number | undefined): Promise<HistoryPage> {
     const size = Math.min(limit ?? DEFAULT_PAGE_SIZE, this.maxPage);
     const { agent, storageKey } = conversation;
-    const page = await readHistoryPage(agent, storageKey, offset, size);
+    const page = await this.deps.store.readPage(agent, storageKey, offset, size);
     const next = offset + size;
     const answer: HistoryPage = {
       messages: page.messages.map((message) => toChatMessage(message, { threadId: conversation.threadId, runId: null })),
@@ -43,7 +44,7 @@ export class ConversationHistory {
       next_offset: next < page.total ? next : null,
     };
     if (offset === 0 && page.total > 0) {
-      const pendingWrites = page.pendingWrites ?? (await conversationHead(agent, storageKey)).pendingWrites;
+      const pendingWrites = page.pendingWrites ?? (await this.deps.store.head(storageKey)).pendingWrites;
       const pending = pendingInterrupts({ messageCount: page.total, pendingWrites });
       if (pending.length > 0) answer.interrupts = pending.map(({ id, value }) => ({ id, value }));
     }
@@ -54,7 +55,7 @@ export class ConversationHistory {
   append(conversation: Conversation, messages: readonly MessageInput[], run: AbortController): Promise<number> {
     const stored = messages.map(toStoredMessage);
     return this.deps.conversations.withConversation(conversation, run, () =>
-      appendMessages(
+      this.deps.store.append(
         conversation.agent,
         conversation.storageKey,
         stored,
@@ -66,6 +67,6 @@ export class ConversationHistory {
 
   /** Delete everything stored for the conversation, under the lock. */
   clear(conversation: Conversation, run: AbortController): Promise<void> {
-    return this.deps.conversations.withConversation(conversation, run, () => clearHistory(conversation.agent, conversation.storageKey));
+    return this.deps.conversations.withConversation(conversation, run, () => this.deps.store.clear(conversation.storageKey));
   }
 }

@@ -1,7 +1,7 @@
 import type { RegisteredAgent } from "../agents/agent.ts";
 import type { Principal } from "../auth/principal.ts";
 import { DatabaseUnavailableError } from "../checkpoints/database-errors.ts";
-import { readHistoryPage } from "../checkpoints/history.ts";
+import type { ConversationStore } from "../checkpoints/conversation-store.ts";
 import { titleOf, type ThreadEntry, type ThreadIndex } from "../checkpoints/thread-index.ts";
 import { THREADS_DEFAULT_LIMIT, type ThreadList, type ThreadsQuery } from "../contract/threads.ts";
 import type { ConversationService } from "./conversation-service.ts";
@@ -11,6 +11,7 @@ const TITLE_SEARCH = 20;
 
 export interface ThreadListDependencies {
   readonly conversations: ConversationService;
+  readonly store: ConversationStore;
   readonly threads: ThreadIndex;
 }
 
@@ -48,7 +49,7 @@ export class ConversationList {
     if (entry.messageCount !== null) return entry;
     let head;
     try {
-      head = await readHistoryPage(agent, entry.storageKey, 0, TITLE_SEARCH);
+      head = await this.deps.store.readPage(agent, entry.storageKey, 0, TITLE_SEARCH);
     } catch (error) {
       // A conversation that cannot be read back is still listed (history and clear tell the rest).
       if (error instanceof DatabaseUnavailableError) throw error;

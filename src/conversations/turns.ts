@@ -1,4 +1,4 @@
-import { conversationHead, ensureRoomForRun, forgetUnsavedChanges, type ConversationHead } from "../checkpoints/history.ts";
+import { EMPTY_HEAD, ensureRoomForRun, type ConversationHead, type ConversationStore } from "../checkpoints/conversation-store.ts";
 import type { ChatMessage, StreamEvent } from "../contract/messages.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import { invokeRun, streamRun } from "../runs/execute.ts";
@@ -54,13 +54,13 @@ class TurnStream implements RunStream {
 
 export interface TurnDependencies {
   readonly conversations: ConversationService;
+  /** Where a run reads its conversation's head (and its graph then the same read). */
+  readonly store: ConversationStore;
   /** CONVERSATION_MAX_MESSAGES: a full conversation takes no new run. */
   readonly maxMessages: number;
   /** The runs holding a conversation in this process, for POST /cancel. */
   readonly active: ActiveRuns;
 }
-
-const EMPTY_HEAD: ConversationHead = { messageCount: 0, pendingWrites: [] };
 
 /** An AI message without tool calls: the run may end with it. */
 function mayBeFinal(event: StreamEvent): boolean {
@@ -81,7 +81,7 @@ export class Turns {
    */
   private async start(conversation: Conversation, run: PreparedRun, underLock: UnderLock | undefined): Promise<PreparedRun> {
     // A conversation the request created has nothing stored yet: no read can tell more.
-    const head = conversation.created ? EMPTY_HEAD : await conversationHead(run.agent, run.storageKey);
+    const head = conversation.created ? EMPTY_HEAD : await this.deps.store.headForRun(run.storageKey);
     ensureRoomForRun(head, this.deps.maxMessages);
     return underLock ? underLock(run, head) : run;
   }
@@ -91,6 +91,7 @@ export class Turns {
     return this.deps.conversations.withConversation(conversation, control, async (runSignal) => {
       let run = prepared;
       let executed = false;
+      let failed = false;
       // A cancel reaches the run from the moment it holds the conversation.
       const leave = this.deps.active.enter(prepared.storageKey, prepared.runId, control);
       try {
@@ -98,10 +99,11 @@ export class Turns {
         executed = true;
         return await invokeRun(run, runSignal);
       } catch (cause) {
-        forgetUnsavedChanges(run.agent, run.storageKey);
+        failed = executed;
         if (cause instanceof ServiceError && cause.refusal) throw cause;
         throw new RunFailure(classifyRunError(cause, runSignal.aborted ? runSignal.reason : undefined, run), run, cause, executed);
       } finally {
+        this.deps.store.endRun(prepared.storageKey, failed);
         leave();
       }
     });
@@ -118,6 +120,7 @@ export class Turns {
     try {
       run = await this.start(conversation, prepared, underLock);
     } catch (error) {
+      this.deps.store.endRun(prepared.storageKey, false);
       await locked.release();
       throw error instanceof ServiceError ? error : classifyRunError(error, undefined, prepared);
     }
@@ -149,10 +152,11 @@ export class Turns {
       }
       progress.finished = true;
     } catch (cause) {
-      forgetUnsavedChanges(run.agent, run.storageKey);
       const error = classifyRunError(cause, held.signal.aborted ? held.signal.reason : undefined, run);
       throw new RunFailure(error, run, cause, true, candidate);
     } finally {
+      // A run that did not finish (it failed, or its consumer stopped reading) may have changed revived messages it never saved.
+      this.deps.store.endRun(run.storageKey, !progress.finished);
       await held.release();
     }
     if (candidate) yield candidate;

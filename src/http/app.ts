@@ -48,7 +48,8 @@ function routeServices(runtime: Runtime): RouteServices {
     runs: runtime.runTracker,
     serviceUserId: config.AUTH_SERVICE_USER_ID,
   });
-  const turns = new Turns({ conversations, maxMessages: config.CONVERSATION_MAX_MESSAGES, active: runtime.activeRuns });
+  const store = runtime.conversations;
+  const turns = new Turns({ conversations, store, maxMessages: config.CONVERSATION_MAX_MESSAGES, active: runtime.activeRuns });
   return {
     runtime,
     conversations,
@@ -62,10 +63,11 @@ function routeServices(runtime: Runtime): RouteServices {
     }),
     history: new ConversationHistory({
       conversations,
+      store,
       maxPageSize: config.HISTORY_MAX_PAGE_SIZE,
       maxMessages: config.CONVERSATION_MAX_MESSAGES,
     }),
-    threads: new ConversationList({ conversations, threads: runtime.checkpoints.threads }),
+    threads: new ConversationList({ conversations, store, threads: runtime.checkpoints.threads }),
     runControl: new RunControl({ conversations, canceller: runtime.canceller, streamLogs: runtime.streamLogs }),
   };
 }

@@ -2,6 +2,7 @@ import type { AdmissionLimiter } from "../admission/limiter.ts";
 import type { AgentRegistry } from "../agents/registry.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { CheckpointBackend } from "../checkpoints/backend.ts";
+import type { ConversationStore } from "../checkpoints/conversation-store.ts";
 import type { Config } from "../config/schema.ts";
 import type { ActiveRuns } from "../coordination/cancel/active-runs.ts";
 import type { RunCanceller } from "../coordination/cancel/run-canceller.ts";
@@ -31,6 +32,8 @@ export interface Runtime {
   readonly locks: ConversationLock;
   /** Readiness asks whether the database answers and has a free connection. */
   readonly checkpoints: Pick<CheckpointBackend, "ping" | "saturated" | "threads" | "idempotency">;
+  /** The conversations as the service reads and writes them outside a graph (a run's head, history). */
+  readonly conversations: ConversationStore;
   readonly registry: AgentRegistry;
   /** Every chat model of the worker; resolves request-time model selection. */
   readonly models: ModelCatalog;

@@ -1,5 +1,5 @@
 import { Command } from "@langchain/langgraph";
-import type { ConversationHead } from "../checkpoints/history.ts";
+import type { ConversationHead } from "../checkpoints/conversation-store.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Config } from "../config/schema.ts";
 import { ServiceError } from "../errors/service-error.ts";

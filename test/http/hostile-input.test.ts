@@ -5,13 +5,12 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { AIMessage, HumanMessage, isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import { storageKey } from "../../src/auth/storage-key.ts";
-import { appendMessages, conversationHead } from "../../src/checkpoints/history.ts";
+import { ConversationStore } from "../../src/checkpoints/conversation-store.ts";
 import { isMessageRefs } from "../../src/checkpoints/message-store.ts";
 import { messageStoreOf } from "../../src/checkpoints/timed-saver.ts";
 import { FORBIDDEN_AGENT_CONFIG_KEYS } from "../../src/contract/requests.ts";
 import { JSON_MAX_BYTES, JSON_MAX_DEPTH } from "../../src/contract/json-bounds.ts";
 import { call, startService, type RunningService } from "../helpers/service.ts";
-import type { RegisteredAgent } from "../../src/agents/agent.ts";
 import { ALL_BACKENDS, sqliteBackend } from "./history-backends.ts";
 
 const AGENT = "chatbot-agent";
@@ -200,8 +199,8 @@ for (const makeBackend of ALL_BACKENDS) {
       const agent = service.runtime.registry.get(AGENT)!;
       const key = storageKey("service", AGENT, "poisoned");
       const before: BaseMessage[] = Array.from({ length: 150 }, (_, i) => new HumanMessage(`m${i}`));
-      await appendMessages(agent, key, before);
-      await appendMessages(agent, key, [new AIMessage({ content: "deep", response_metadata: nested(60) }), new HumanMessage("after")]);
+      await service.runtime.conversations.append(agent, key, before);
+      await service.runtime.conversations.append(agent, key, [new AIMessage({ content: "deep", response_metadata: nested(60) }), new HumanMessage("after")]);
       // This worker still holds the live objects it stored; any other worker (or this one after a
       // restart) must revive them from the rows, and that is where the stored data fails.
       const saver = messageStoreOf(agent.graph.checkpointer);
@@ -295,7 +294,7 @@ describe("CONVERSATION_MAX_MESSAGES", () => {
       return value;
     };
     try {
-      assert.equal((await conversationHead(service.runtime.registry.get(AGENT)!, storageKey("service", AGENT, "counted"))).messageCount, 2);
+      assert.equal((await service.runtime.conversations.head(storageKey("service", AGENT, "counted"))).messageCount, 2);
       assert.equal(revived, 0);
     } finally {
       saver.serde.loadsTyped = revive;
@@ -319,13 +318,13 @@ describe("CONVERSATION_MAX_MESSAGES on a thread written before the message store
     const saver = messageStoreOf(agent.graph.checkpointer);
     assert.ok(saver);
     // The library's own saver, without the message store, as an older release wrote conversations.
-    const legacy = { ...agent, graph: { checkpointer: saver.inner, channels: agent.graph.channels } } as unknown as RegisteredAgent;
-    await appendMessages(legacy, storageKey("service", AGENT, "legacy-full"), Array.from({ length: 5 }, (_, i) => new HumanMessage(`l${i}`)));
-    await appendMessages(legacy, storageKey("service", AGENT, "legacy-room"), [new HumanMessage("l0")]);
+    const legacy = new ConversationStore(saver.inner);
+    await legacy.append(agent, storageKey("service", AGENT, "legacy-full"), Array.from({ length: 5 }, (_, i) => new HumanMessage(`l${i}`)));
+    await legacy.append(agent, storageKey("service", AGENT, "legacy-room"), [new HumanMessage("l0")]);
     const latest = await saver.inner.getTuple({ configurable: { thread_id: storageKey("service", AGENT, "legacy-full"), checkpoint_ns: "" } });
     assert.ok(latest && !isMessageRefs(latest.checkpoint.channel_values.messages), "a checkpoint with its list inline");
 
-    assert.equal((await conversationHead(agent, storageKey("service", AGENT, "legacy-full"))).messageCount, 5);
+    assert.equal((await service.runtime.conversations.head(storageKey("service", AGENT, "legacy-full"))).messageCount, 5);
     const refused = await send(service, "POST", "/invoke", { thread_id: "legacy-full", input: { message: "x" } });
     assert.equal(refused.status, 413);
     assert.equal(refused.body.error_code, "conversation_too_long");
