@@ -5,7 +5,7 @@ import type { ServiceMetrics } from "../observability/metrics.ts";
 import type { RunTrace, Tracing } from "../observability/tracing.ts";
 import type { PreparedRun } from "../runs/prepare.ts";
 import type { Conversation } from "./conversation-service.ts";
-import { RunFailure, type RunStream, type Turns, type UnderLock } from "./turns.ts";
+import { messageEvents, RunFailure, type RunExecutor, type RunStream, type Turns, type UnderLock } from "./turns.ts";
 
 /** Where runs report how they ended, built once by the app. */
 export interface RunReporting {
@@ -23,7 +23,7 @@ export interface RunReporting {
  * or did not keep up) ends the run with what it saw; `finished` says whether the run itself had
  * finished cleanly by then (its last message may still have been on its way).
  */
-export interface RunEvents extends RunStream {
+export interface RunEvents<E = StreamEvent> extends RunStream<E> {
   end(outcome: string): void;
 }
 
@@ -97,14 +97,25 @@ export class AgentRun {
    * (end()). Each message's tokens are counted as it passes.
    */
   async events(tokens: boolean): Promise<RunEvents> {
-    let stream: RunStream;
+    const { metrics } = this.reporting;
+    return this.streamed(messageEvents(tokens), (event) => {
+      if (event.type === "message") metrics.countTokens(this.agentName, event.content);
+    });
+  }
+
+  /**
+   * The same for any executor (the LangGraph Platform API's chunks): `observe` sees each event as
+   * it passes.
+   */
+  async streamed<E>(executor: RunExecutor<E>, observe?: (event: E) => void): Promise<RunEvents<E>> {
+    let stream: RunStream<E>;
     try {
-      stream = await this.started(() => this.turns.stream(this.conversation, this.prepared, this.control, tokens, this.underLock));
+      stream = await this.started(() => this.turns.stream(this.conversation, this.prepared, this.control, executor, this.underLock));
     } catch (thrown) {
       throw this.failed(thrown);
     }
     this.executed = true;
-    const events = this.observed(stream.events);
+    const events = this.observed(stream.events, observe);
     return new ObservedStream(this, stream, this.trace ? this.trace.bindEvents(events) : events);
   }
 
@@ -148,11 +159,10 @@ export class AgentRun {
     this.end(outcome);
   }
 
-  private async *observed(events: AsyncGenerator<StreamEvent, void, undefined>): AsyncGenerator<StreamEvent, void, undefined> {
-    const { metrics } = this.reporting;
+  private async *observed<E>(events: AsyncGenerator<E, void, undefined>, observe: ((event: E) => void) | undefined): AsyncGenerator<E, void, undefined> {
     try {
       for await (const event of events) {
-        if (event.type === "message") metrics.countTokens(this.agentName, event.content);
+        observe?.(event);
         yield event;
       }
     } catch (thrown) {
@@ -164,18 +174,18 @@ export class AgentRun {
 }
 
 /** A run's events as its consumer reads them: the turn's stream, observed by the run. A class: see RequestInput in http/mount-operations.ts. */
-class ObservedStream implements RunEvents {
+class ObservedStream<E> implements RunEvents<E> {
   constructor(
     private readonly owner: AgentRun,
-    private readonly inner: RunStream,
-    readonly events: RunStream["events"],
+    private readonly inner: RunStream<E>,
+    readonly events: RunStream<E>["events"],
   ) {}
 
   end(outcome: string): void {
     this.owner.end(outcome);
   }
 
-  get run(): RunStream["run"] {
+  get run(): RunStream<E>["run"] {
     return this.inner.run;
   }
 

@@ -24,7 +24,7 @@ export class RunFailure extends Error {
     readonly run: PreparedRun,
     cause: unknown,
     readonly executed: boolean,
-    readonly undelivered?: StreamEvent,
+    readonly undelivered?: unknown,
   ) {
     super(error.message, { cause });
     this.name = "RunFailure";
@@ -32,21 +32,21 @@ export class RunFailure extends Error {
 }
 
 /** A streamed run that holds its conversation until its events end (or the consumer stops reading). */
-export interface RunStream {
+export interface RunStream<E = StreamEvent> {
   readonly run: PreparedRun;
-  readonly events: AsyncGenerator<StreamEvent, void, undefined>;
+  readonly events: AsyncGenerator<E, void, undefined>;
   /** Set once the run itself finished cleanly, before its final message is handed over. */
   readonly finished: boolean;
 }
 
 /** A run's events, and whether the run itself finished (set by the events as they end). A class: see RequestInput in http/mount-operations.ts. */
-class TurnStream implements RunStream {
+class TurnStream<E> implements RunStream<E> {
   finished = false;
-  readonly events: AsyncGenerator<StreamEvent, void, undefined>;
+  readonly events: AsyncGenerator<E, void, undefined>;
 
   constructor(
     readonly run: PreparedRun,
-    events: (progress: { finished: boolean }) => AsyncGenerator<StreamEvent, void, undefined>,
+    events: (progress: { finished: boolean }) => AsyncGenerator<E, void, undefined>,
   ) {
     this.events = events(this);
   }
@@ -62,8 +62,23 @@ export interface TurnDependencies {
   readonly active: ActiveRuns;
 }
 
+/**
+ * How a streamed run's graph is executed and what it yields: agenthost's own events (messages and
+ * tokens) or the LangGraph Platform API's chunks. An event that may be the run's last is held back
+ * until the next shows it is not, so the last is handed over only after the lock is released.
+ */
+export interface RunExecutor<E> {
+  execute(run: PreparedRun, signal: AbortSignal): AsyncGenerator<E, void, undefined>;
+  mayBeFinal(event: E): boolean;
+}
+
+/** agenthost's own stream: each message a node adds, and token text when asked for. */
+export function messageEvents(tokens: boolean): RunExecutor<StreamEvent> {
+  return { execute: (run, signal) => streamRun(run, signal, { tokens }), mayBeFinal: isFinalMessage };
+}
+
 /** An AI message without tool calls: the run may end with it. */
-function mayBeFinal(event: StreamEvent): boolean {
+function isFinalMessage(event: StreamEvent): boolean {
   return event.type === "message" && event.content.type === "ai" && event.content.tool_calls.length === 0;
 }
 
@@ -114,7 +129,7 @@ export class Turns {
    * refuses the run is thrown from here, before a single event exists; a failure of the run itself
    * ends the events with a RunFailure.
    */
-  async stream(conversation: Conversation, prepared: PreparedRun, control: AbortController, tokens: boolean, underLock?: UnderLock): Promise<RunStream> {
+  async stream<E>(conversation: Conversation, prepared: PreparedRun, control: AbortController, executor: RunExecutor<E>, underLock?: UnderLock): Promise<RunStream<E>> {
     const locked = await this.deps.conversations.hold(conversation, control);
     let run: PreparedRun;
     try {
@@ -132,22 +147,22 @@ export class Turns {
         return locked.release();
       },
     };
-    return new TurnStream(run, (progress) => this.events(run, held, tokens, progress));
+    return new TurnStream(run, (progress) => this.events(run, held, executor, progress));
   }
 
-  private async *events(
+  private async *events<E>(
     run: PreparedRun,
     held: HeldConversation,
-    tokens: boolean,
+    executor: RunExecutor<E>,
     progress: { finished: boolean },
-  ): AsyncGenerator<StreamEvent, void, undefined> {
-    // A message that may be the final answer waits until the next event shows it is not.
-    let candidate: StreamEvent | undefined;
+  ): AsyncGenerator<E, void, undefined> {
+    // An event that may be the final answer waits until the next event shows it is not.
+    let candidate: E | undefined;
     try {
-      for await (const event of streamRun(run, held.signal, { tokens })) {
-        if (candidate) yield candidate;
+      for await (const event of executor.execute(run, held.signal)) {
+        if (candidate !== undefined) yield candidate;
         candidate = undefined;
-        if (mayBeFinal(event)) candidate = event;
+        if (executor.mayBeFinal(event)) candidate = event;
         else yield event;
       }
       progress.finished = true;
@@ -159,6 +174,6 @@ export class Turns {
       this.deps.store.endRun(run.storageKey, !progress.finished);
       await held.release();
     }
-    if (candidate) yield candidate;
+    if (candidate !== undefined) yield candidate;
   }
 }

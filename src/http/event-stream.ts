@@ -11,11 +11,27 @@ import { encodeSseEvent, SSE_DONE, SSE_KEEPALIVE } from "./encoders/sse.ts";
 import { toApiError } from "./error-answer.ts";
 import { runOf, scopeOf } from "./request-scope.ts";
 
-export type Framing = { contentType: string; encode: (event: StreamEvent) => string; done?: string; keepalive?: string };
+/** How a stream's events go on the wire, and the event that reports a failure after the headers. */
+export interface Framing<E> {
+  readonly contentType: string;
+  encode(event: E): string;
+  /** Written once, only after a clean end. */
+  readonly done?: string;
+  readonly keepalive?: string;
+  /** The event that ends a failed stream, from the catalogue's entry and its text. */
+  errorEvent(error: ApiError, text: string): E;
+}
 
-export const FRAMINGS: Readonly<Record<"sse" | "jsonl", Framing>> = {
-  sse: { contentType: "text/event-stream; charset=utf-8", encode: encodeSseEvent, done: SSE_DONE, keepalive: SSE_KEEPALIVE },
-  jsonl: { contentType: "application/jsonl; charset=utf-8", encode: encodeJsonlEvent },
+/** agenthost's own error event: the catalogue's text and code. */
+function streamErrorEvent(error: ApiError, text: string): StreamEvent {
+  const event: StreamEvent = { type: "error", content: text };
+  if (error.errorCode) event.error_code = error.errorCode;
+  return event;
+}
+
+export const FRAMINGS: Readonly<Record<"sse" | "jsonl", Framing<StreamEvent>>> = {
+  sse: { contentType: "text/event-stream; charset=utf-8", encode: encodeSseEvent, done: SSE_DONE, keepalive: SSE_KEEPALIVE, errorEvent: streamErrorEvent },
+  jsonl: { contentType: "application/jsonl; charset=utf-8", encode: encodeJsonlEvent, errorEvent: streamErrorEvent },
 };
 
 export interface StreamSettings {
@@ -83,13 +99,13 @@ function isDeadline(reason: unknown): boolean {
  * The events that end a failed stream (a message still held back, then the error). A failure of the
  * run has been logged by the run; anything else thrown is a bug, logged here.
  */
-export function failureEvents(thrown: unknown, logger: Logger, development: boolean): { events: StreamEvent[]; error: ApiError } {
+export function failureEvents<E>(thrown: unknown, logger: Logger, development: boolean, framing: Framing<E>): { events: E[]; error: ApiError } {
   const failure = thrown instanceof RunFailure ? thrown : undefined;
   const error = toApiError(failure ? failure.error : thrown);
   if (!failure) logger.error({ err: thrown }, "stream failed");
-  const event: StreamEvent = { type: "error", content: describeForStream(development, error, failure ? failure.cause : thrown) };
-  if (error.errorCode) event.error_code = error.errorCode;
-  return { events: failure?.undelivered ? [failure.undelivered, event] : [event], error };
+  const event = framing.errorEvent(error, describeForStream(development, error, failure ? failure.cause : thrown));
+  // The run's own last event, held back when it failed, is one of this stream's.
+  return { events: failure?.undelivered !== undefined ? [failure.undelivered as E, event] : [event], error };
 }
 
 /**
@@ -98,8 +114,7 @@ export function failureEvents(thrown: unknown, logger: Logger, development: bool
  * that stops early ends its run with what it saw (client_disconnected, slow_consumer); the run itself
  * reports its clean end or its failure.
  */
-export async function writeEventStream(res: Response, stream: RunEvents, framing: "sse" | "jsonl", settings: StreamSettings): Promise<void> {
-  const frames = FRAMINGS[framing];
+export async function writeEventStream<E>(res: Response, stream: RunEvents<E>, frames: Framing<E>, settings: StreamSettings): Promise<void> {
   const { metrics } = settings;
   res.status(200).set({
     "Content-Type": frames.contentType,
@@ -112,7 +127,7 @@ export async function writeEventStream(res: Response, stream: RunEvents, framing
     ? setInterval(() => output.send(frames.keepalive!), settings.keepaliveSeconds * 1000)
     : undefined;
   /** Write one event; false when the client is gone. */
-  const emit = (event: StreamEvent): boolean => output.send(frames.encode(event));
+  const emit = (event: E): boolean => output.send(frames.encode(event));
   let outcome = "client_disconnected";
   try {
     for await (const event of stream.events) {
@@ -122,7 +137,7 @@ export async function writeEventStream(res: Response, stream: RunEvents, framing
     outcome = "ok";
     if (frames.done) output.send(frames.done);
   } catch (thrown) {
-    const { events, error } = failureEvents(thrown, scopeOf(res).logger, settings.development);
+    const { events, error } = failureEvents(thrown, scopeOf(res).logger, settings.development, frames);
     outcome = error.errorCode ?? "error";
     scopeOf(res).errorCode = error.errorCode;
     for (const event of events) emit(event);

@@ -9,7 +9,7 @@ import { serveResumable, writeReplay } from "./resumable-stream.ts";
 import { documentedPath, expressPath, isStream, pathParameters, type HandlerOf, type JsonOperation, type Operation, type OperationInput } from "./operation.ts";
 import { bodyWithQuery, parseBody, parseQuery } from "./parse-input.ts";
 import { principalOf, runOf, scopeOf, type RequestScope } from "./request-scope.ts";
-import { writeEventStream, type StreamSettings } from "./event-stream.ts";
+import { FRAMINGS, writeEventStream, type StreamSettings } from "./event-stream.ts";
 import { idempotencyKeyOf, REPLAYED_HEADER, type IdempotentRequests } from "./idempotency.ts";
 
 export interface MountSettings {
@@ -113,7 +113,7 @@ function serve(id: string, operation: Operation, handler: AnyHandler, settings: 
       if (isResumable(input.body)) {
         await serveResumable(res, stream, stream.run.storageKey, operation.stream, settings.streams, settings.streamLogs);
       } else {
-        await writeEventStream(res, stream, operation.stream, settings.streams);
+        await writeEventStream(res, stream, FRAMINGS[operation.stream], settings.streams);
       }
     };
   }

@@ -46,7 +46,8 @@ async function record(stream: RunEvents, writer: RunEventWriter, scope: RequestS
     for await (const event of stream.events) writer.append(event);
     writer.end(true);
   } catch (thrown) {
-    const { events, error } = failureEvents(thrown, scope.logger, settings.development);
+    // The error event is the same in both framings: the record keeps events, not frames.
+    const { events, error } = failureEvents(thrown, scope.logger, settings.development, FRAMINGS.sse);
     scope.errorCode = error.errorCode;
     for (const event of events) writer.append(event);
     writer.end(false);
