@@ -7,12 +7,14 @@ import type { Config, ServerdbConfig } from "../config/schema.ts";
 import type { Logger } from "../observability/logger.ts";
 import { DatabaseUnavailableError, describeDatabaseFailure, isDatabaseFailure, type DatabaseBackend } from "./database-errors.ts";
 import { DatabaseGate, type OpenDatabase } from "./guarded-saver.ts";
-import { GuardedIdempotencyStore, GuardedThreadIndex } from "./guarded-stores.ts";
+import { GuardedIdempotencyStore, GuardedPlatformRecords, GuardedThreadIndex } from "./guarded-stores.ts";
 import { MemoryIdempotencyStore, PostgresIdempotencyStore, SqliteIdempotencyStore, type IdempotencyStore } from "./idempotency-store.ts";
 import { MemoryMessageRows, PostgresMessageRows, SqliteMessageRows } from "./message-rows.ts";
 import { MessageStoreSaver } from "./message-store.ts";
 import { postgresSaver, postgresWriter } from "./pg-saver.ts";
 import { withSetupLock } from "./pg-transaction.ts";
+import { MemoryPlatformRecords, type PlatformRecords } from "./platform-records.ts";
+import { PostgresPlatformRecords, SqlitePlatformRecords } from "./platform-records-sql.ts";
 import { ReadableSerde } from "./readable-serde.ts";
 import { createServerPool } from "./server-pool.ts";
 import { openSqliteFile } from "./sqlite-file.ts";
@@ -34,6 +36,8 @@ export interface CheckpointBackend {
   readonly threads: ThreadIndex;
   /** Idempotency keys of invoke, history append and feedback. */
   readonly idempotency: IdempotencyStore;
+  /** The LangGraph Platform API's threads and runs (platform-records.ts). */
+  readonly platform: PlatformRecords;
   /** False while the worker waits for its database to be reachable and set up. */
   isReady(): boolean;
   /** Resolves when the database answers a trivial query; rejects otherwise (and before it is set up). */
@@ -93,6 +97,7 @@ export async function openCheckpointBackend(config: Config, hooks: BackendHooks)
       saver: new MessageStoreSaver(new MemorySaver(new ReadableSerde()), new MemoryMessageRows(), config.MESSAGE_CACHE_SIZE, threads),
       threads,
       idempotency: new MemoryIdempotencyStore(),
+      platform: new MemoryPlatformRecords(),
       isReady: () => true,
       ping: async () => {},
       saturated: () => false,
@@ -118,6 +123,7 @@ export async function openCheckpointBackend(config: Config, hooks: BackendHooks)
     saver: new MessageStoreSaver(gate.saver, gate.rows, config.MESSAGE_CACHE_SIZE, threads, gate.writer),
     threads,
     idempotency: new GuardedIdempotencyStore(gate),
+    platform: new GuardedPlatformRecords(gate),
     isReady: () => gate.isOpen,
     ping: async () => {
       if (!gate.isOpen) throw new DatabaseUnavailableError(kind, new Error("the database is not set up yet"));
@@ -196,18 +202,20 @@ function fileDatabase(config: Config, saverShortcut: boolean): CheckpointDatabas
       let rows: SqliteMessageRows | undefined;
       let threads: SqliteThreadIndex | undefined;
       let idempotency: SqliteIdempotencyStore | undefined;
+      let platform: SqlitePlatformRecords | undefined;
       const opened = await openSqliteFile(config.FILEDB_DB_PATH, Math.round(config.FILEDB_BUSY_TIMEOUT * 1000), (handle) => {
         rows = new SqliteMessageRows(handle);
         threads = new SqliteThreadIndex(handle);
         savers = sqliteFileSavers(handle, serde, rows, threads, saverShortcut);
         idempotency = new SqliteIdempotencyStore(handle);
+        platform = new SqlitePlatformRecords(handle);
       });
       if (closed) {
         opened.close();
         throw new Error("the backend was closed");
       }
       db = opened;
-      return { saver: savers!.saver, writer: savers!.writer, rows: rows!, threads: threads!, idempotency: idempotency! };
+      return { saver: savers!.saver, writer: savers!.writer, rows: rows!, threads: threads!, idempotency: idempotency!, platform: platform! };
     },
     async ping() {
       db?.prepare("SELECT 1").get();
@@ -245,7 +253,9 @@ function serverDatabase(config: ServerdbConfig, logger: Logger, saverShortcut: b
       await threads.setup();
       const idempotency = new PostgresIdempotencyStore(pool, schema);
       await idempotency.setup();
-      return { saver, writer: postgresWriter(saver, rows, threads), rows, threads, idempotency };
+      const platform = new PostgresPlatformRecords(pool, schema);
+      await platform.setup();
+      return { saver, writer: postgresWriter(saver, rows, threads), rows, threads, idempotency, platform };
     },
     async ping() {
       await pool.query("SELECT 1");

@@ -13,9 +13,10 @@ import type { CheckpointWriter } from "./checkpoint-writer.ts";
 import { asDatabaseError, DatabaseUnavailableError, type DatabaseBackend } from "./database-errors.ts";
 import type { IdempotencyStore } from "./idempotency-store.ts";
 import type { MessageRows } from "./message-rows.ts";
+import type { PlatformRecords } from "./platform-records.ts";
 import type { ThreadIndex } from "./thread-index.ts";
 
-/** The saver, message rows, conversation list and idempotency keys of a database that has been set up. */
+/** The saver, message rows, conversation list, idempotency keys and Platform API records of a database that has been set up. */
 export interface OpenDatabase {
   readonly saver: BaseCheckpointSaver;
   /** The saver again, as the message store's writer: a checkpoint with its rows and listing at once. */
@@ -23,6 +24,7 @@ export interface OpenDatabase {
   readonly rows: MessageRows;
   readonly threads: ThreadIndex;
   readonly idempotency: IdempotencyStore;
+  readonly platform: PlatformRecords;
 }
 
 /**

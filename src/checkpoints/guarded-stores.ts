@@ -1,5 +1,6 @@
 import type { DatabaseGate } from "./guarded-saver.ts";
 import type { ClaimOutcome, IdempotencyStore, StoredAnswer } from "./idempotency-store.ts";
+import type { PlatformRecords, PlatformRun, PlatformThread, RunStatus, ThreadChanges, ThreadFilters, ThreadSearch } from "./platform-records.ts";
 import type { ThreadIndex, ThreadOwner, ThreadPage, ThreadSummary } from "./thread-index.ts";
 
 /** The conversation list behind the database gate: unavailable until set up, database failures as DatabaseUnavailableError. */
@@ -41,5 +42,54 @@ export class GuardedIdempotencyStore implements IdempotencyStore {
 
   sweep(now: number): Promise<void> {
     return this.gate.run(({ idempotency }) => idempotency.sweep(now));
+  }
+}
+
+/** The Platform API's records behind the same gate. */
+export class GuardedPlatformRecords implements PlatformRecords {
+  constructor(private readonly gate: DatabaseGate) {}
+
+  createThread(thread: Omit<PlatformThread, "updatedAt">): Promise<PlatformThread | undefined> {
+    return this.gate.run(({ platform }) => platform.createThread(thread));
+  }
+
+  getThread(userId: string, threadId: string): Promise<PlatformThread | undefined> {
+    return this.gate.run(({ platform }) => platform.getThread(userId, threadId));
+  }
+
+  updateThread(userId: string, threadId: string, changes: ThreadChanges): Promise<PlatformThread | undefined> {
+    return this.gate.run(({ platform }) => platform.updateThread(userId, threadId, changes));
+  }
+
+  deleteThread(userId: string, threadId: string): Promise<boolean> {
+    return this.gate.run(({ platform }) => platform.deleteThread(userId, threadId));
+  }
+
+  searchThreads(userId: string, search: ThreadSearch): Promise<PlatformThread[]> {
+    return this.gate.run(({ platform }) => platform.searchThreads(userId, search));
+  }
+
+  countThreads(userId: string, search: ThreadFilters): Promise<number> {
+    return this.gate.run(({ platform }) => platform.countThreads(userId, search));
+  }
+
+  putRun(run: PlatformRun): Promise<void> {
+    return this.gate.run(({ platform }) => platform.putRun(run));
+  }
+
+  setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number): Promise<PlatformRun | undefined> {
+    return this.gate.run(({ platform }) => platform.setRunStatus(userId, threadId, runId, status, now));
+  }
+
+  getRun(userId: string, threadId: string, runId: string): Promise<PlatformRun | undefined> {
+    return this.gate.run(({ platform }) => platform.getRun(userId, threadId, runId));
+  }
+
+  listRuns(userId: string, threadId: string, page: { readonly offset: number; readonly limit: number; readonly status?: RunStatus }): Promise<PlatformRun[]> {
+    return this.gate.run(({ platform }) => platform.listRuns(userId, threadId, page));
+  }
+
+  deleteRun(userId: string, threadId: string, runId: string): Promise<boolean> {
+    return this.gate.run(({ platform }) => platform.deleteRun(userId, threadId, runId));
   }
 }

@@ -1,0 +1,267 @@
+/**
+ * The LangGraph Platform API's own records, kept in the checkpoint database beside the
+ * conversations: its threads (a thread exists before its first run, carries metadata and a status,
+ * and is bound to an agent by its first run) and its runs (id, status, times). A Platform thread of
+ * user U bound to agent A is the conversation (U, A, thread_id) of agenthost's own API: its
+ * checkpoints live under that conversation's storage key; these rows only add what the Platform
+ * API names. Every read and write is scoped to one user: another user's thread does not exist.
+ */
+
+export const PLATFORM_THREAD_TABLE = "agenthost_platform_threads";
+export const PLATFORM_RUN_TABLE = "agenthost_platform_runs";
+
+/** A thread's status as the Platform API names it. */
+export type ThreadStatus = "idle" | "busy" | "interrupted" | "error";
+
+/** A run's status as the Platform API names it. */
+export type RunStatus = "pending" | "running" | "success" | "error" | "timeout" | "interrupted";
+
+/** Top-level JSON object; values are any JSON. */
+export type JsonObject = Record<string, unknown>;
+
+export interface PlatformThread {
+  readonly userId: string;
+  /** The public thread id (a UUID unless the caller chose one). */
+  readonly threadId: string;
+  /** The agent its first run bound it to; null before. */
+  readonly agentId: string | null;
+  readonly metadata: JsonObject;
+  readonly status: ThreadStatus;
+  /** Milliseconds since the epoch. */
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface ThreadSearch {
+  /** Every top-level key must be present with a JSON-equal value. */
+  readonly metadata?: JsonObject;
+  readonly status?: ThreadStatus;
+  /** Only these thread ids. */
+  readonly ids?: readonly string[];
+  readonly sortBy: "thread_id" | "created_at" | "updated_at" | "status";
+  readonly sortOrder: "asc" | "desc";
+  readonly offset: number;
+  readonly limit: number;
+}
+
+export interface ThreadChanges {
+  /** Merged into the stored metadata, key by key (a key set to null is stored as null). */
+  readonly metadata?: JsonObject;
+  /** Binds the thread to an agent when it has none; a thread bound to another agent is left as it is. */
+  readonly agentId?: string;
+  readonly status?: ThreadStatus;
+  readonly now: number;
+}
+
+export interface PlatformRun {
+  readonly userId: string;
+  readonly threadId: string;
+  readonly runId: string;
+  readonly agentId: string;
+  readonly status: RunStatus;
+  readonly metadata: JsonObject;
+  /** The run's request as the Platform API echoes it (`kwargs`): input, command, config, stream modes. */
+  readonly kwargs: JsonObject;
+  readonly multitaskStrategy: string;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface PlatformRecords {
+  /** Create a thread; undefined when the user already has one with this id (nothing is changed). */
+  createThread(thread: Omit<PlatformThread, "updatedAt">): Promise<PlatformThread | undefined>;
+  getThread(userId: string, threadId: string): Promise<PlatformThread | undefined>;
+  /** Apply `changes`; undefined when the user has no such thread. */
+  updateThread(userId: string, threadId: string, changes: ThreadChanges): Promise<PlatformThread | undefined>;
+  /** Delete the thread and its runs' records; false when the user had no such thread. */
+  deleteThread(userId: string, threadId: string): Promise<boolean>;
+  /** One page of the user's threads. */
+  searchThreads(userId: string, search: ThreadSearch): Promise<PlatformThread[]>;
+  /** How many of the user's threads match (paging ignored). */
+  countThreads(userId: string, search: Omit<ThreadSearch, "sortBy" | "sortOrder" | "offset" | "limit">): Promise<number>;
+
+  /** Record a run (its thread's record exists). */
+  putRun(run: PlatformRun): Promise<void>;
+  /** Set a run's status (and updatedAt); undefined when the user has no such run on that thread. */
+  setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number): Promise<PlatformRun | undefined>;
+  getRun(userId: string, threadId: string, runId: string): Promise<PlatformRun | undefined>;
+  /** The thread's runs, newest first; `status` filters. */
+  listRuns(userId: string, threadId: string, page: { readonly offset: number; readonly limit: number; readonly status?: RunStatus }): Promise<PlatformRun[]>;
+  /** Delete one run's record; false when there was none. */
+  deleteRun(userId: string, threadId: string, runId: string): Promise<boolean>;
+}
+
+/** What a search filters on (its paging and order aside). */
+export type ThreadFilters = Omit<ThreadSearch, "sortBy" | "sortOrder" | "offset" | "limit">;
+
+/** A value as JSON would carry it: undefined members dropped, dates as strings, a fresh copy. */
+export function jsonCopy<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+/**
+ * The JSON text of `value` with every object's keys sorted, so two JSON-equal values have the same
+ * text whatever order their keys came in. Objects are rebuilt with Object.fromEntries (never by
+ * assignment), so a key named `__proto__` stays a key.
+ */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, member: unknown) =>
+    member !== null && typeof member === "object" && !Array.isArray(member)
+      ? Object.fromEntries(Object.entries(member).sort(([a], [b]) => compareText(a, b)))
+      : member,
+  );
+}
+
+/**
+ * Compare two strings by code point, as SQLite's BINARY and PostgreSQL's "C" collation order them
+ * (JavaScript's `<` compares UTF-16 units, which puts U+10000 and above before U+E000–U+FFFF).
+ */
+export function compareText(a: string, b: string): number {
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return codePointRank(x) - codePointRank(y);
+  }
+  return a.length - b.length;
+}
+
+/** A UTF-16 unit's rank in code point order: surrogates (D800–DFFF) after every other BMP unit. */
+function codePointRank(unit: number): number {
+  if (unit >= 0xe000) return unit - 0x800;
+  if (unit >= 0xd800) return unit + 0x2000;
+  return unit;
+}
+
+/** Whether the thread passes the search's filters. */
+function matches(thread: PlatformThread, filters: ThreadFilters, ids: ReadonlySet<string> | undefined, wanted: ReadonlyArray<readonly [string, string]>): boolean {
+  if (filters.status !== undefined && thread.status !== filters.status) return false;
+  if (ids && !ids.has(thread.threadId)) return false;
+  return wanted.every(([key, json]) => Object.hasOwn(thread.metadata, key) && canonicalJson(thread.metadata[key]) === json);
+}
+
+/** The search's order: its column and direction, then thread id ascending, so pages never overlap. */
+function threadOrder(search: Pick<ThreadSearch, "sortBy" | "sortOrder">): (a: PlatformThread, b: PlatformThread) => number {
+  const direction = search.sortOrder === "asc" ? 1 : -1;
+  const primary = (a: PlatformThread, b: PlatformThread): number => {
+    switch (search.sortBy) {
+      case "thread_id":
+        return compareText(a.threadId, b.threadId);
+      case "created_at":
+        return a.createdAt - b.createdAt;
+      case "updated_at":
+        return a.updatedAt - b.updatedAt;
+      case "status":
+        return compareText(a.status, b.status);
+    }
+  };
+  return (a, b) => direction * primary(a, b) || compareText(a.threadId, b.threadId);
+}
+
+/** Newest first; equal times by run id, so pages never overlap. */
+function newestRunFirst(a: PlatformRun, b: PlatformRun): number {
+  return b.createdAt - a.createdAt || compareText(a.runId, b.runId);
+}
+
+const threadCopy = (thread: PlatformThread): PlatformThread => ({ ...thread, metadata: jsonCopy(thread.metadata) });
+const runCopy = (run: PlatformRun): PlatformRun => ({ ...run, metadata: jsonCopy(run.metadata), kwargs: jsonCopy(run.kwargs) });
+
+/** A map key of several ids (JSON, so no separator can be forged by an id). */
+const keyOf = (...ids: string[]): string => JSON.stringify(ids);
+
+/**
+ * The records of the memory backend: in this process, lost with it like its conversations. What
+ * goes in and what comes out are copies, JSON as the database backends store it.
+ */
+export class MemoryPlatformRecords implements PlatformRecords {
+  /** Threads by [user, thread]. */
+  private readonly threads = new Map<string, PlatformThread>();
+  /** Runs by [user, thread], then by run id. */
+  private readonly runs = new Map<string, Map<string, PlatformRun>>();
+
+  async createThread(thread: Omit<PlatformThread, "updatedAt">): Promise<PlatformThread | undefined> {
+    const key = keyOf(thread.userId, thread.threadId);
+    if (this.threads.has(key)) return undefined;
+    const created: PlatformThread = threadCopy({ ...thread, updatedAt: thread.createdAt });
+    this.threads.set(key, created);
+    return threadCopy(created);
+  }
+
+  async getThread(userId: string, threadId: string): Promise<PlatformThread | undefined> {
+    const thread = this.threads.get(keyOf(userId, threadId));
+    return thread && threadCopy(thread);
+  }
+
+  async updateThread(userId: string, threadId: string, changes: ThreadChanges): Promise<PlatformThread | undefined> {
+    const key = keyOf(userId, threadId);
+    const thread = this.threads.get(key);
+    if (!thread) return undefined;
+    const updated: PlatformThread = {
+      ...thread,
+      metadata: changes.metadata ? { ...thread.metadata, ...jsonCopy(changes.metadata) } : thread.metadata,
+      agentId: thread.agentId ?? changes.agentId ?? null,
+      status: changes.status ?? thread.status,
+      updatedAt: changes.now,
+    };
+    this.threads.set(key, updated);
+    return threadCopy(updated);
+  }
+
+  async deleteThread(userId: string, threadId: string): Promise<boolean> {
+    const key = keyOf(userId, threadId);
+    this.runs.delete(key);
+    return this.threads.delete(key);
+  }
+
+  async searchThreads(userId: string, search: ThreadSearch): Promise<PlatformThread[]> {
+    return this.filtered(userId, search)
+      .sort(threadOrder(search))
+      .slice(search.offset, search.offset + search.limit)
+      .map(threadCopy);
+  }
+
+  async countThreads(userId: string, search: ThreadFilters): Promise<number> {
+    return this.filtered(userId, search).length;
+  }
+
+  async putRun(run: PlatformRun): Promise<void> {
+    const key = keyOf(run.userId, run.threadId);
+    let runs = this.runs.get(key);
+    if (!runs) this.runs.set(key, (runs = new Map()));
+    runs.set(run.runId, runCopy(run));
+  }
+
+  async setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number): Promise<PlatformRun | undefined> {
+    const runs = this.runs.get(keyOf(userId, threadId));
+    const run = runs?.get(runId);
+    if (!runs || !run) return undefined;
+    const updated: PlatformRun = { ...run, status, updatedAt: now };
+    runs.set(runId, updated);
+    return runCopy(updated);
+  }
+
+  async getRun(userId: string, threadId: string, runId: string): Promise<PlatformRun | undefined> {
+    const run = this.runs.get(keyOf(userId, threadId))?.get(runId);
+    return run && runCopy(run);
+  }
+
+  async listRuns(userId: string, threadId: string, page: { readonly offset: number; readonly limit: number; readonly status?: RunStatus }): Promise<PlatformRun[]> {
+    const runs = [...(this.runs.get(keyOf(userId, threadId))?.values() ?? [])];
+    return runs
+      .filter((run) => page.status === undefined || run.status === page.status)
+      .sort(newestRunFirst)
+      .slice(page.offset, page.offset + page.limit)
+      .map(runCopy);
+  }
+
+  async deleteRun(userId: string, threadId: string, runId: string): Promise<boolean> {
+    return this.runs.get(keyOf(userId, threadId))?.delete(runId) ?? false;
+  }
+
+  /** The user's threads that pass the filters, in no order. */
+  private filtered(userId: string, filters: ThreadFilters): PlatformThread[] {
+    const ids = filters.ids ? new Set(filters.ids) : undefined;
+    const wanted = Object.entries(jsonCopy(filters.metadata ?? {})).map(([key, value]) => [key, canonicalJson(value)] as const);
+    return [...this.threads.values()].filter((thread) => thread.userId === userId && matches(thread, filters, ids, wanted));
+  }
+}
