@@ -22,6 +22,7 @@ const LAYERS = [
   ["processes", ["cluster/", "worker/", "maintenance/", "ui/"]],
   ["composition root", ["runtime.ts"]],
   ["HTTP", ["http/"]],
+  ["platform", ["platform/"]],
   ["conversations", ["conversations/"]],
   ["runs", ["runs/"]],
   ["domain services", ["agents/", "models/", "checkpoints/", "feedback/", "auth/", "admission/", "coordination/"]],

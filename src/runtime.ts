@@ -123,6 +123,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       locks,
       checkpoints,
       conversations,
+      startedAt: new Date(),
       registry,
       models,
       mcp,

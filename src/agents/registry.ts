@@ -43,7 +43,23 @@ export interface RegistryDependencies {
 }
 
 const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-const RESERVED_NAMES = new Set(["info", "health", "docs", "openapi.json", "invoke", "stream", "history", "feedback", "resume", "metrics"]);
+/** Path segments of the service's own routes, and the LangGraph Platform API's top-level ones. */
+const RESERVED_NAMES = new Set([
+  "info",
+  "health",
+  "docs",
+  "openapi.json",
+  "invoke",
+  "stream",
+  "history",
+  "feedback",
+  "resume",
+  "metrics",
+  "threads",
+  "runs",
+  "assistants",
+  "store",
+]);
 
 /**
  * Load built-in and AGENT_PATHS agents, build each graph once with the service's checkpointer

@@ -32,13 +32,17 @@ export class RunControl {
   /** Stop the run holding the conversation, wherever it runs. */
   async cancel(principal: Principal, agent: RegisteredAgent, address: ConversationAddress & { thread_id: string }) {
     const conversation = this.deps.conversations.resolve(principal, agent, address);
-    let runId: string | undefined;
+    const runId = await this.cancelKey(conversation.storageKey);
+    return { thread_id: conversation.threadId, cancelled: runId !== undefined, run_id: runId ?? null };
+  }
+
+  /** Stop the run holding the conversation of `storageKey` (already resolved for its caller); the id of the run stopped. */
+  async cancelKey(storageKey: string): Promise<string | undefined> {
     try {
-      runId = await this.deps.canceller.cancel(conversation.storageKey);
+      return await this.deps.canceller.cancel(storageKey);
     } catch (cause) {
       throw new ServiceError("lock_unavailable", { cause, detail: "The service that reaches the run (Redis) is unavailable; the run was not stopped." });
     }
-    return { thread_id: conversation.threadId, cancelled: runId !== undefined, run_id: runId ?? null };
   }
 
   /** The run's events after the client's last one, live to the end. */

@@ -120,6 +120,15 @@ export const errorCatalogue = {
     code: "run_events_not_found",
     detail: "No resumable stream of this run in this conversation: it did not ask for stream_resumable, its events expired (STREAM_RESUME_TTL), or the run is not yours.",
   },
+  thread_not_found: { status: 404, code: "thread_not_found", detail: "No such thread: it does not exist, was deleted, or is not yours." },
+  thread_exists: { status: 409, code: "thread_exists", detail: "A thread with this id already exists." },
+  thread_agent_mismatch: {
+    status: 409,
+    code: "thread_agent_mismatch",
+    detail: "The thread belongs to another assistant: its conversation is with the agent of its first run.",
+  },
+  run_not_found: { status: 404, code: "run_not_found", detail: "No such run on this thread: it does not exist, was deleted, or is not yours." },
+  not_supported: { status: 422, code: "not_supported", detail: "agenthost does not serve this option of the LangGraph Platform API yet." },
   run_events_unavailable: { status: 503, code: "run_events_unavailable", detail: "The store of resumable streams' events is unavailable; retry shortly." },
   recursion_limit_requested: {
     status: 422,

@@ -1,5 +1,8 @@
 import express, { type Express, type Request } from "express";
 import { AgentRuns } from "../conversations/agent-runs.ts";
+import { Assistants } from "../platform/assistants.ts";
+import { PlatformRuns } from "../platform/platform-runs.ts";
+import { PlatformThreads } from "../platform/platform-threads.ts";
 import { ConversationService } from "../conversations/conversation-service.ts";
 import { ConversationHistory } from "../conversations/history.ts";
 import { ConversationList } from "../conversations/thread-list.ts";
@@ -23,6 +26,7 @@ import { feedbackHandlers } from "./routes/feedback.ts";
 import { healthHandlers } from "./routes/health.ts";
 import { historyHandlers } from "./routes/history.ts";
 import { infoHandlers } from "./routes/info.ts";
+import { platformHandlers } from "./routes/platform.ts";
 import { runControlHandlers } from "./routes/run-control.ts";
 import { runHandlers } from "./routes/runs.ts";
 import { threadHandlers } from "./routes/threads.ts";
@@ -50,17 +54,21 @@ function routeServices(runtime: Runtime): RouteServices {
   });
   const store = runtime.conversations;
   const turns = new Turns({ conversations, store, maxMessages: config.CONVERSATION_MAX_MESSAGES, active: runtime.activeRuns });
+  // A run's outcome is the error code its failure is answered with.
+  const reporting = { metrics: runtime.metrics, tracing: runtime.tracing, outcomeOf: (error: unknown) => toApiError(error).errorCode ?? "error" };
+  const records = runtime.checkpoints.platform;
+  const assistants = new Assistants(runtime.registry, runtime.startedAt);
+  const platformThreads = new PlatformThreads({ records, conversations, store, assistants, registry: runtime.registry });
   return {
     runtime,
     conversations,
-    runs: new AgentRuns({
-      config,
-      models: runtime.models,
-      conversations,
-      turns,
-      // A run's outcome is the error code its failure is answered with.
-      reporting: { metrics: runtime.metrics, tracing: runtime.tracing, outcomeOf: (error) => toApiError(error).errorCode ?? "error" },
-    }),
+    runs: new AgentRuns({ config, models: runtime.models, conversations, turns, reporting }),
+    platform: {
+      assistants,
+      records,
+      threads: platformThreads,
+      runs: new PlatformRuns({ config, threads: platformThreads, records, assistants, turns, reporting, canceller: runtime.canceller }),
+    },
     history: new ConversationHistory({
       conversations,
       store,
@@ -103,6 +111,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): Express {
     ...feedbackHandlers(services),
     ...threadHandlers(services),
     ...runControlHandlers(services),
+    ...platformHandlers(services),
   };
   const settings: MountSettings = {
     agentNamed: (name) => services.conversations.agent(name),

@@ -5,6 +5,7 @@ import { RunFailure } from "../conversations/turns.ts";
 import { RunAborted } from "../errors/classify.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { ServiceMetrics } from "../observability/metrics.ts";
+import type { PlatformEvent } from "../platform/run-chunks.ts";
 import type { ApiError } from "./api-error.ts";
 import { encodeJsonlEvent } from "./encoders/jsonl.ts";
 import { encodeSseEvent, SSE_DONE, SSE_KEEPALIVE } from "./encoders/sse.ts";
@@ -28,6 +29,17 @@ function streamErrorEvent(error: ApiError, text: string): StreamEvent {
   if (error.errorCode) event.error_code = error.errorCode;
   return event;
 }
+
+/**
+ * The LangGraph Platform API's Server-Sent Events: `event: <name>`, `data: <JSON>` and the event's
+ * `id:` per event, an `error` event (`{error, message}`) after a failure, no completion marker.
+ */
+export const PLATFORM_SSE: Framing<PlatformEvent> = {
+  contentType: "text/event-stream; charset=utf-8",
+  encode: (event) => `event: ${event.event}\ndata: ${JSON.stringify(event.data)}\n${event.id === undefined ? "" : `id: ${event.id}\n`}\n`,
+  keepalive: SSE_KEEPALIVE,
+  errorEvent: (error, text) => ({ event: "error", data: { error: error.errorCode ?? "error", message: text } }),
+};
 
 export const FRAMINGS: Readonly<Record<"sse" | "jsonl", Framing<StreamEvent>>> = {
   sse: { contentType: "text/event-stream; charset=utf-8", encode: encodeSseEvent, done: SSE_DONE, keepalive: SSE_KEEPALIVE, errorEvent: streamErrorEvent },

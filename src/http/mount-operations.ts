@@ -9,7 +9,8 @@ import { serveResumable, writeReplay } from "./resumable-stream.ts";
 import { documentedPath, expressPath, isStream, pathParameters, type HandlerOf, type JsonOperation, type Operation, type OperationInput } from "./operation.ts";
 import { bodyWithQuery, parseBody, parseQuery } from "./parse-input.ts";
 import { principalOf, runOf, scopeOf, type RequestScope } from "./request-scope.ts";
-import { FRAMINGS, writeEventStream, type StreamSettings } from "./event-stream.ts";
+import { FRAMINGS, PLATFORM_SSE, writeEventStream, type StreamSettings } from "./event-stream.ts";
+import type { PlatformEvent } from "../platform/run-chunks.ts";
 import { idempotencyKeyOf, REPLAYED_HEADER, type IdempotentRequests } from "./idempotency.ts";
 
 export interface MountSettings {
@@ -46,6 +47,7 @@ class RequestInput {
   readonly scope: RequestScope;
   readonly header: (name: string) => string | undefined;
   readonly announceRun: (runId: string) => void;
+  readonly setHeader: (name: string, value: string) => void;
 
   constructor(
     private readonly res: Response,
@@ -63,6 +65,9 @@ class RequestInput {
     this.announceRun = (runId) => {
       scope.runId = runId;
       if (!res.headersSent) res.setHeader("X-Run-Id", runId);
+    };
+    this.setHeader = (name, value) => {
+      if (!res.headersSent) res.setHeader(name, value);
     };
   }
 
@@ -100,15 +105,21 @@ type AnyHandler = (input: OperationInput<Operation>) => unknown;
 
 function serve(id: string, operation: Operation, handler: AnyHandler, settings: MountSettings) {
   if (isStream(operation) && operation.replay) {
+    const framing = operation.stream;
+    if (framing === "platform") throw new Error(`operation ${id}: replays are served in agenthost's own framings only`);
     return async (req: Request, res: Response) => {
       const input = inputOf(operation, req, res, settings.agentNamed);
       const replay = (await handler(input)) as RunReplay;
-      await writeReplay(res, replay, operation.stream, settings.streams);
+      await writeReplay(res, replay, framing, settings.streams);
     };
   }
   if (isStream(operation)) {
     return async (req: Request, res: Response) => {
       const input = inputOf(operation, req, res, settings.agentNamed);
+      if (operation.stream === "platform") {
+        await writeEventStream(res, (await handler(input)) as RunEvents<PlatformEvent>, PLATFORM_SSE, settings.streams);
+        return;
+      }
       const stream = (await handler(input)) as RunEvents;
       if (isResumable(input.body)) {
         await serveResumable(res, stream, stream.run.storageKey, operation.stream, settings.streams, settings.streamLogs);
@@ -144,7 +155,9 @@ function serve(id: string, operation: Operation, handler: AnyHandler, settings: 
       return;
     }
     const answer = (await handler(input)) as { status: keyof JsonOperation["responses"]; body: unknown };
-    res.status(answer.status).json(answer.body);
+    // 202 and 204 carry no body (LangGraph's SDK reads none).
+    if (answer.status === 202 || answer.status === 204) res.status(answer.status).end();
+    else res.status(answer.status).json(answer.body);
   };
 }
 
@@ -264,6 +277,8 @@ export function mountOperations<T extends Record<string, Operation>>(
   const served = [...byPath].flatMap(([path, route]) => [...route.handlers.keys()].map((method) => `${method} ${path}`));
   const handler: RequestHandler = (req, res, next) => {
     const parts = segmentsOf(req.path);
+    /** Routes whose path matched but which serve another method: a 405 names all their methods. */
+    let allow: string[] | undefined;
     for (const route of routes) {
       let params: Record<string, string> | undefined;
       try {
@@ -273,17 +288,20 @@ export function mountOperations<T extends Record<string, Operation>>(
         return;
       }
       if (!params) continue;
-      req.params = params;
-      scopeOf(res).route = params.agentId === undefined ? route.labels.without : route.labels.withAgent;
       const serveRequest = route.handlers.get(req.method) ?? (req.method === "HEAD" ? route.handlers.get("GET") : undefined);
       if (!serveRequest) {
-        next(new ApiError("method_not_allowed", { headers: { Allow: route.allow } }));
-        return;
+        // The first route the path matched names a 405 in metrics, logs and traces.
+        if (!allow) scopeOf(res).route = params.agentId === undefined ? route.labels.without : route.labels.withAgent;
+        (allow ??= []).push(route.allow);
+        continue;
       }
+      req.params = params;
+      scopeOf(res).route = params.agentId === undefined ? route.labels.without : route.labels.withAgent;
       serveRequest(req, res).catch(next);
       return;
     }
-    next();
+    if (allow) next(new ApiError("method_not_allowed", { headers: { Allow: [...new Set(allow.join(", ").split(", "))].join(", ") } }));
+    else next();
   };
   return Object.assign(handler, { served });
 }

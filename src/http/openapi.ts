@@ -115,12 +115,14 @@ function parametersOf(operation: Operation): Json[] {
 function successResponses(operation: Operation): Json {
   const runHeader = operation.runId ? ["X-Run-Id"] : [];
   if (isStream(operation)) {
-    const media = operation.stream === "sse" ? "text/event-stream" : "application/jsonl";
+    const media = operation.stream === "jsonl" ? "application/jsonl" : "text/event-stream";
+    // A Platform stream's events are named by their SSE `event:` line; their data is the mode's JSON.
+    const schema = operation.stream === "platform" ? { type: "string" } : schemaRef(streamEventSchema);
     return {
       "200": {
         description: operation.streamDescription,
         headers: headerRefs(["Cache-Control", ...runHeader]),
-        content: { [media]: { schema: schemaRef(streamEventSchema) } },
+        content: { [media]: { schema } },
       },
     };
   }
@@ -130,7 +132,8 @@ function successResponses(operation: Operation): Json {
       {
         description: response.description,
         headers: headerRefs([...runHeader, ...(operation.idempotent ? [REPLAYED_HEADER] : [])]),
-        content: { "application/json": { schema: schemaRef(response.schema) } },
+        // 202 and 204 carry no body.
+        ...(status === "202" || status === "204" ? {} : { content: { "application/json": { schema: schemaRef(response.schema) } } }),
       },
     ]),
   );
@@ -225,6 +228,7 @@ export function buildOpenApiDocument(): Json {
       { name: "history", description: "Read, append to and clear a conversation" },
       { name: "feedback", description: "Feedback on a run" },
       { name: "service", description: "Agents and probes" },
+      { name: "langgraph platform", description: "The LangGraph Platform API as LangGraph's SDKs call it (docs/langgraph-clients.md)" },
     ],
     components: {
       schemas: componentSchemas(),

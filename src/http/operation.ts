@@ -4,12 +4,13 @@ import type { Principal } from "../auth/principal.ts";
 import type { RunEvents } from "../conversations/agent-run.ts";
 import type { RunReplay } from "../coordination/run-events/event-log.ts";
 import type { Logger } from "../observability/logger.ts";
+import type { PlatformEvent } from "../platform/run-chunks.ts";
 import type { ErrorKind } from "./api-error.ts";
 import type { RequestScope } from "./request-scope.ts";
 
 /** What one operation of the API is: declared once, mounted and documented from the same entry. */
 
-export type Method = "get" | "post" | "delete";
+export type Method = "get" | "post" | "patch" | "delete";
 
 /** A JSON answer the operation may give: its status and shape. */
 export interface ResponseSpec {
@@ -49,12 +50,15 @@ interface OperationBase {
 
 export interface JsonOperation extends OperationBase {
   /** Every status it answers with a body of its own (error answers are `errors`). */
-  readonly responses: Readonly<Partial<Record<200 | 201 | 503, ResponseSpec>>>;
+  readonly responses: Readonly<Partial<Record<200 | 201 | 202 | 204 | 503, ResponseSpec>>>;
 }
 
 export interface StreamOperation extends OperationBase {
-  /** Server-Sent Events or JSON Lines, one StreamEvent each. */
-  readonly stream: "sse" | "jsonl";
+  /**
+   * Server-Sent Events or JSON Lines, one StreamEvent each; `platform`: the LangGraph Platform API's
+   * Server-Sent Events (`event: <mode>` and `data: <JSON>`).
+   */
+  readonly stream: "sse" | "jsonl" | "platform";
   readonly streamDescription: string;
   /** Reads a resumable run's recorded events (coordination/run-events) instead of starting a run. */
   readonly replay?: true;
@@ -83,6 +87,8 @@ export interface OperationInput<O extends Operation> {
   readonly header: (name: string) => string | undefined;
   /** Name the run this request starts: `X-Run-Id` before the first byte of the answer, and the request's log line. */
   readonly announceRun: (runId: string) => void;
+  /** Send a header with the answer (before its first byte). */
+  readonly setHeader: (name: string, value: string) => void;
   /** The request's shared state (the run it started, for its log line and trace). */
   readonly scope: RequestScope;
 }
@@ -95,7 +101,9 @@ export type AnswerOf<R> = {
 export type HandlerOf<O extends Operation> = O extends StreamOperation
   ? O extends { replay: true }
     ? (input: OperationInput<O>) => Promise<RunReplay>
-    : (input: OperationInput<O>) => Promise<RunEvents>
+    : O extends { stream: "platform" }
+      ? (input: OperationInput<O>) => Promise<RunEvents<PlatformEvent>>
+      : (input: OperationInput<O>) => Promise<RunEvents>
   : O extends JsonOperation
     ? (input: OperationInput<O>) => Promise<AnswerOf<O["responses"]>> | AnswerOf<O["responses"]>
     : never;

@@ -14,6 +14,8 @@ import { addMessagesResponseSchema, clearHistoryResponseSchema, feedbackResponse
 import { threadListSchema, threadsQuerySchema } from "../contract/threads.ts";
 import type { ErrorKind } from "./api-error.ts";
 import type { Operation } from "./operation.ts";
+import { ADDRESS_ERRORS, LOCK_ERRORS, RUN_ERRORS, RUN_START_ERRORS, STORAGE_ERRORS } from "./operation-errors.ts";
+import { platformOperations } from "./platform-operations.ts";
 import { infoResponseSchema, livenessSchema, readinessSchema } from "./service-schemas.ts";
 
 /**
@@ -27,32 +29,6 @@ import { infoResponseSchema, livenessSchema, readinessSchema } from "./service-s
  * from the entry's shape (see inheritedErrors).
  */
 
-/** Failures of taking a conversation's lock. */
-const LOCK_ERRORS = ["conversation_busy", "conversation_queue_timeout", "lock_unavailable"] as const satisfies readonly ErrorKind[];
-
-/** Failures of reading a conversation back. */
-const STORAGE_ERRORS = ["conversation_unreadable", "database_unavailable"] as const satisfies readonly ErrorKind[];
-
-/** A conversation addressed for a user the token may not act for. */
-const ADDRESS_ERRORS = ["forbidden_user"] as const satisfies readonly ErrorKind[];
-
-/** What refuses a run before it starts (a stream reports anything later as an error event). */
-const RUN_START_ERRORS = [...ADDRESS_ERRORS, ...LOCK_ERRORS, ...STORAGE_ERRORS, "conversation_too_long"] as const satisfies readonly ErrorKind[];
-
-/** What ends a run that was answered in one piece. */
-const RUN_ERRORS = [
-  ...RUN_START_ERRORS,
-  "recursion_limit_requested",
-  "recursion_limit",
-  "model_authentication_failed",
-  "model_rate_limited",
-  "model_timeout",
-  "model_unavailable",
-  "model_request_rejected",
-  "run_cancelled",
-  "run_failed",
-] as const satisfies readonly ErrorKind[];
-
 const RESUME_ERRORS = ["no_pending_interrupt", "interrupt_not_pending"] as const satisfies readonly ErrorKind[];
 
 /** A resumable run's events that cannot be read: unknown, expired, or another user's. */
@@ -62,7 +38,7 @@ const SSE_FRAMES = "`data: <StreamEvent JSON>` frames; `data: [DONE]` after a cl
 const JSONL_LINES = "One StreamEvent JSON object per line; no completion marker.";
 const PAUSED_AGAIN = " A run that pauses again ends with a `message` event carrying the interrupts.";
 
-export const operations = {
+const serviceOperations = {
   liveness: {
     method: "get",
     path: "/health/live",
@@ -270,6 +246,9 @@ export const operations = {
     responses: { 201: { description: "Delivered, queued, or skipped (no backend)", schema: feedbackResponseSchema } },
   },
 } as const satisfies Record<string, Operation>;
+
+/** The one route table: the LangGraph Platform API's operations first (see platform-operations.ts), then agenthost's own. */
+export const operations = { ...platformOperations, ...serviceOperations };
 
 export type Operations = typeof operations;
 

@@ -29,8 +29,11 @@ export interface PreparedRun extends RunConversation {
   readonly preparedAt: number;
   /** Set on the final answer for principals that need a proof to send feedback. */
   readonly feedbackToken: string | undefined;
-  /** New messages for a run; a Command for a resume. */
-  readonly input: { messages: BaseMessage[] } | Command;
+  /**
+   * New messages for a run; a Command for a resume. A LangGraph Platform run passes the graph state
+   * it was given (null: continue from the checkpoint).
+   */
+  readonly input: { messages: BaseMessage[] } | Command | Record<string, unknown> | null;
   /** The graph config without the signal, which the caller adds. */
   readonly graphConfig: Omit<LangGraphRunnableConfig, "signal"> & { durability: Config["CHECKPOINT_DURABILITY"] };
   /** CHECK_INTERRUPTS: report a paused graph as an `interrupt` message. */

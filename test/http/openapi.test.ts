@@ -32,7 +32,7 @@ function mountedOperations(stack: readonly unknown[], into = new Set<string>()):
 /** An Express path as the document writes it: `{/:agentId}/x` is both `/{agent_id}/x` and `/x`; `:run_id` is `{run_id}`. */
 function documentedForms(entry: string): string[] {
   const [method, path] = entry.split(" ") as [string, string];
-  if (!path.startsWith("{/:agentId}")) return [`${method} ${path}`];
+  if (!path.startsWith("{/:agentId}")) return [`${method} ${path.replace(/:([A-Za-z_]+)/g, "{$1}")}`];
   const rest = path.slice("{/:agentId}".length).replace(/:([A-Za-z_]+)/g, "{$1}");
   return [`${method} /{agent_id}${rest}`, `${method} ${rest}`];
 }

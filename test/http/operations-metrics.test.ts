@@ -98,7 +98,7 @@ describe("operations metrics", () => {
 
   test("methods no route serves share the method label other; the parser refuses the rest before they are counted", async () => {
     const { metrics } = service.runtime;
-    const served = ["GET", "HEAD", "POST", "DELETE", "OPTIONS"];
+    const served = ["GET", "HEAD", "POST", "PATCH", "DELETE", "OPTIONS"];
     const labelled = new Set([...served, "other"]);
     const methodLabels = async () => {
       const found = [
@@ -180,6 +180,7 @@ describe("CORS", () => {
     assert.match(res.headers.get("access-control-allow-methods") ?? "", /POST/);
     assert.match(res.headers.get("access-control-allow-headers") ?? "", /Authorization/i);
     assert.match(res.headers.get("access-control-allow-headers") ?? "", /Content-Type/i);
+    assert.match(res.headers.get("access-control-allow-headers") ?? "", /X-Api-Key/i, "LangGraph's SDKs send their key as x-api-key");
     assert.match(res.headers.get("vary") ?? "", /Origin/);
     assert.ok(res.headers.get("x-request-id"));
     // Listed with a trailing slash, matched without.
@@ -198,7 +199,7 @@ describe("CORS", () => {
     }
   });
 
-  test("answers to an allowed origin expose Retry-After, X-Request-Id and X-Run-Id, errors included", async () => {
+  test("answers to an allowed origin expose Retry-After, X-Request-Id, X-Run-Id and the Platform API's run and page headers, errors included", async () => {
     const ok = await fetch(`${service.url}/invoke`, {
       method: "POST",
       headers: { origin: "https://app.example.com", authorization: `Bearer ${TEST_TOKEN}`, "content-type": "application/json" },
@@ -207,7 +208,7 @@ describe("CORS", () => {
     assert.equal(ok.status, 200);
     assert.equal(ok.headers.get("access-control-allow-origin"), "https://app.example.com");
     const exposed = (ok.headers.get("access-control-expose-headers") ?? "").toLowerCase().split(/,\s*/);
-    assert.deepEqual(exposed.sort(), ["retry-after", "x-request-id", "x-run-id"]);
+    assert.deepEqual(exposed.sort(), ["content-location", "location", "retry-after", "x-pagination-next", "x-pagination-total", "x-request-id", "x-run-id"]);
     const refused = await fetch(`${service.url}/invoke`, { method: "POST", headers: { origin: "https://app.example.com" } });
     assert.equal(refused.status, 401);
     assert.equal(refused.headers.get("access-control-allow-origin"), "https://app.example.com");

@@ -107,10 +107,20 @@ describe("PostgreSQL backend (serverdb)", () => {
 
   persistentBackendSuite("serverdb", () => ({ MEMORY_BACKEND: "serverdb", DATABASE_URL, SERVERDB_SCHEMA: schema }));
 
-  test("serverdb: tables live in SERVERDB_SCHEMA and hold only storage keys", async () => {
+  test("serverdb: tables live in SERVERDB_SCHEMA; the checkpoints hold only storage keys", async () => {
     await withClient(async (client) => {
       const tables = await client.query("SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1", [schema]);
-      assert.deepEqual(tables.rows.map((r: { table_name: string }) => r.table_name), ["agenthost_idempotency", "agenthost_messages", "agenthost_threads", "checkpoint_blobs", "checkpoint_migrations", "checkpoint_writes", "checkpoints"]);
+      assert.deepEqual(tables.rows.map((r: { table_name: string }) => r.table_name), [
+        "agenthost_idempotency",
+        "agenthost_messages",
+        "agenthost_platform_runs",
+        "agenthost_platform_threads",
+        "agenthost_threads",
+        "checkpoint_blobs",
+        "checkpoint_migrations",
+        "checkpoint_writes",
+        "checkpoints",
+      ]);
       const ids = await client.query(`SELECT DISTINCT thread_id FROM "${schema}".checkpoints`);
       for (const { thread_id } of ids.rows as Array<{ thread_id: string }>) assert.match(thread_id, /^lat:v1:[0-9a-f]{64}$/);
     });

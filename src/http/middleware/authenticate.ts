@@ -2,10 +2,15 @@ import type { RequestHandler } from "express";
 import type { Runtime } from "../http-runtime.ts";
 import { scopeOf } from "../request-scope.ts";
 
-/** Bearer authentication for every route mounted after it. */
+/**
+ * Bearer authentication for every route mounted after it. The token comes as `Authorization: Bearer`
+ * or, as LangGraph's SDKs send it, as `x-api-key`; the same tokens mean the same principals. When
+ * both are sent, `Authorization` is the one checked.
+ */
 export function authenticate(runtime: Runtime): RequestHandler {
   return (req, res, next) => {
-    scopeOf(res).principal = runtime.authenticate(req.get("authorization"));
+    const apiKey = req.get("x-api-key");
+    scopeOf(res).principal = runtime.authenticate(req.get("authorization") ?? (apiKey === undefined ? undefined : `Bearer ${apiKey}`));
     next();
   };
 }

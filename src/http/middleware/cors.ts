@@ -1,12 +1,16 @@
 import type { RequestHandler } from "express";
 import { scopeOf } from "../request-scope.ts";
 
-/** Response headers a browser client reads: when to retry, and which request and run it was. */
-const EXPOSED = "Retry-After, X-Request-Id, X-Run-Id";
+/**
+ * Response headers a browser client reads: when to retry, which request and run it was, and where a
+ * LangGraph Platform run can be rejoined (Content-Location, Location).
+ */
+const EXPOSED = "Retry-After, X-Request-Id, X-Run-Id, Content-Location, Location, X-Pagination-Next, X-Pagination-Total";
 /** The methods the API serves (the route table's). */
-const METHODS = "GET, POST, DELETE";
-/** Request headers a browser may send beyond the simple ones. */
-const ALLOWED_HEADERS = "Authorization, Content-Type, X-Request-Id, Idempotency-Key, Last-Event-ID, traceparent, tracestate";
+const METHODS = "GET, POST, PATCH, DELETE";
+/** Request headers a browser may send beyond the simple ones (from X-Api-Key on: LangGraph's SDKs and Agent Chat UI). */
+const ALLOWED_HEADERS =
+  "Authorization, Content-Type, X-Request-Id, Idempotency-Key, Last-Event-ID, traceparent, tracestate, X-Api-Key, X-User-Id, Prefer, X-Auth-Scheme";
 /** How long a browser may reuse a preflight's answer, in seconds. */
 const PREFLIGHT_MAX_AGE = "600";
 

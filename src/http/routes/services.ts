@@ -3,6 +3,10 @@ import type { ConversationService } from "../../conversations/conversation-servi
 import type { ConversationHistory } from "../../conversations/history.ts";
 import type { ConversationList } from "../../conversations/thread-list.ts";
 import type { RunControl } from "../../conversations/run-control.ts";
+import type { PlatformRecords } from "../../checkpoints/platform-records.ts";
+import type { Assistants } from "../../platform/assistants.ts";
+import type { PlatformRuns } from "../../platform/platform-runs.ts";
+import type { PlatformThreads } from "../../platform/platform-threads.ts";
 import type { Runtime } from "../http-runtime.ts";
 import type { HandlersOf } from "../operation.ts";
 import type { Operations } from "../operations.ts";
@@ -15,6 +19,13 @@ export interface RouteServices {
   readonly history: ConversationHistory;
   readonly threads: ConversationList;
   readonly runControl: RunControl;
+  /** The LangGraph Platform API over the same conversations. */
+  readonly platform: {
+    readonly assistants: Assistants;
+    readonly threads: PlatformThreads;
+    readonly runs: PlatformRuns;
+    readonly records: PlatformRecords;
+  };
 }
 
 /** A handler for every operation of the route table. */

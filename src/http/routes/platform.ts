@@ -1,0 +1,244 @@
+import type { AgentRun } from "../../conversations/agent-run.ts";
+import { ServiceError } from "../../errors/service-error.ts";
+import { assistantIdOf } from "../../platform/assistants.ts";
+import { wireRun, type PlatformRunHandle } from "../../platform/platform-runs.ts";
+import type { PlatformCaller } from "../../platform/platform-threads.ts";
+import type { RunCreateRequest } from "../../contract/platform.ts";
+import { failureEvents, PLATFORM_SSE } from "../event-stream.ts";
+import type { Operation, OperationInput } from "../operation.ts";
+import type { Handlers, RouteServices } from "./services.ts";
+
+type Asked = Omit<OperationInput<Operation>, "body" | "query">;
+type RunAsked = Asked & { readonly body: RunCreateRequest };
+
+/** The caller: its principal, and for a trusted caller the user named by `X-User-Id`. */
+function callerOf(asked: Pick<Asked, "principal" | "header">, configurable?: Record<string, unknown> | null): PlatformCaller {
+  const header = asked.header("x-user-id");
+  const fromConfig = configurable?.user_id;
+  const named = header || (typeof fromConfig === "string" && fromConfig ? fromConfig : undefined);
+  return { principal: asked.principal, namedUser: named };
+}
+
+/**
+ * The LangGraph Platform API's handlers: parse (the route table did), call the platform services,
+ * encode. A run is named before anything else (`X-Run-Id`, the request's log line, and the
+ * `Content-Location` the SDK reads to find and rejoin it).
+ */
+export function platformHandlers(services: RouteServices): Pick<
+  Handlers,
+  | "ok"
+  | "searchAssistants"
+  | "countAssistants"
+  | "getAssistant"
+  | "assistantSchemas"
+  | "assistantGraph"
+  | "createThread"
+  | "searchThreads"
+  | "countThreads"
+  | "getThread"
+  | "patchThread"
+  | "deleteThread"
+  | "threadState"
+  | "threadStateAt"
+  | "updateThreadState"
+  | "threadHistory"
+  | "searchThreadHistory"
+  | "threadRunStream"
+  | "threadRunWait"
+  | "statelessRunStream"
+  | "statelessRunWait"
+  | "createThreadRun"
+  | "createRun"
+  | "listRuns"
+  | "getRun"
+  | "deleteRun"
+  | "cancelRun"
+  | "joinRun"
+> {
+  const { assistants, threads, runs, records } = services.platform;
+
+  const named = (asked: Asked, handle: PlatformRunHandle): AgentRun => {
+    const { run } = handle;
+    asked.announceRun(run.id);
+    asked.scope.agentRun = run;
+    const location = handle.stateless ? `/runs/${run.id}` : `/threads/${handle.threadId}/runs/${run.id}`;
+    asked.setHeader("Content-Location", location);
+    return run;
+  };
+
+  const made = (asked: RunAsked, threadId: string | undefined) =>
+    runs.create(callerOf(asked, asked.body.config?.configurable), threadId, asked.body, asked.run, asked.logger);
+
+  /**
+   * Run to the end; the thread's values when it ended (with `__interrupt__` when it paused). A run
+   * refused before it started is answered with its error status; one that failed once started
+   * answers 200 with `__error__` (`{error, message}`), as LangGraph's SDK reads it. A stateless run's
+   * thread goes with it unless kept.
+   */
+  const waited = async (asked: RunAsked, threadId: string | undefined) => {
+    const handle = await made(asked, threadId);
+    named(asked, handle);
+    let failure: unknown;
+    try {
+      const events = await handle.events();
+      try {
+        for await (const event of events.events) void event;
+      } catch (thrown) {
+        failure = thrown;
+      }
+    } finally {
+      if (handle.stateless && asked.body.on_completion !== "keep") await forget(asked, handle);
+    }
+    if (failure !== undefined) {
+      const { events, error } = failureEvents(failure, asked.logger, services.runtime.config.ENV_MODE === "development", PLATFORM_SSE);
+      asked.scope.errorCode = error.errorCode;
+      return { status: 200 as const, body: { __error__: events.at(-1)!.data } };
+    }
+    const values = handle.outcome.values ?? {};
+    return { status: 200 as const, body: handle.outcome.interrupts.length ? { ...values, __interrupt__: handle.outcome.interrupts } : values };
+  };
+
+  const streamed = async (asked: RunAsked, threadId: string | undefined) => {
+    const handle = await made(asked, threadId);
+    named(asked, handle);
+    const events = await handle.events();
+    if (!handle.stateless || asked.body.on_completion === "keep") return events;
+    // A stateless run's thread is deleted once its events have ended, whichever way.
+    const inner = events.events;
+    const drained = (async function* () {
+      try {
+        yield* inner;
+      } finally {
+        await forget(asked, handle);
+      }
+    })();
+    return Object.assign(Object.create(Object.getPrototypeOf(events) as object) as typeof events, events, { events: drained });
+  };
+
+  const forget = async (asked: Asked, handle: PlatformRunHandle) => {
+    await threads.delete(callerOf(asked), handle.threadId, new AbortController()).catch((error: unknown) => {
+      asked.logger.warn({ err_type: (error as Error).name, thread_id: handle.threadId }, "stateless run's thread not deleted");
+    });
+  };
+
+  const runOf = async (asked: Asked, threadId: string, runId: string) => {
+    const caller = callerOf(asked);
+    const thread = await threads.record(caller, threadId);
+    const run = await records.getRun(thread.userId, threadId, runId);
+    if (!run) throw new ServiceError("run_not_found", { detail: `No run "${runId}" on thread "${threadId}".` });
+    return { caller, thread, run };
+  };
+
+  /** Wait for the run to end, then answer the thread's values. */
+  const joined = async (asked: Asked, threadId: string, runId: string) => {
+    const { caller, thread } = await runOf(asked, threadId, runId);
+    await runs.settled(thread.userId, threadId, runId, asked.run.signal);
+    const state = await threads.state(caller, threadId);
+    const interrupts = state.interrupts;
+    const values = (state.values ?? {}) as Record<string, unknown>;
+    return interrupts.length ? { ...values, __interrupt__: interrupts } : values;
+  };
+
+  return {
+    ok: () => ({ status: 200, body: { ok: true } }),
+    searchAssistants: (asked) => ({ status: 200, body: assistants.search(asked.body ?? { limit: 10, offset: 0 }) }),
+    countAssistants: (asked) => ({ status: 200, body: assistants.count(asked.body ?? {}) }),
+    getAssistant: (asked) => ({ status: 200, body: assistants.get(asked.params.assistant_id!) }),
+    assistantSchemas: (asked) => {
+      const agent = assistants.agentOf(asked.params.assistant_id!);
+      const channels = Object.keys(agent.graph.channels).filter((name) => !name.startsWith("__") && !name.startsWith("branch:"));
+      const state = { type: "object", title: agent.name, properties: Object.fromEntries(channels.map((name) => [name, {}])) };
+      return {
+        status: 200,
+        body: { graph_id: agent.name, input_schema: state, output_schema: state, state_schema: state, config_schema: null, context_schema: null },
+      };
+    },
+    assistantGraph: async (asked) => {
+      const agent = assistants.agentOf(asked.params.assistant_id!);
+      const drawn = await agent.graph.getGraphAsync();
+      return { status: 200, body: drawn.toJSON() as unknown as Record<string, unknown> };
+    },
+    createThread: async (asked) => ({ status: 200, body: await threads.create(callerOf(asked), asked.body ?? {}) }),
+    searchThreads: async (asked) => ({ status: 200, body: await threads.search(callerOf(asked), asked.body ?? { limit: 10, offset: 0 }) }),
+    countThreads: async (asked) => ({ status: 200, body: await threads.count(callerOf(asked), asked.body ?? {}) }),
+    getThread: async (asked) => ({ status: 200, body: await threads.get(callerOf(asked), asked.params.thread_id!) }),
+    patchThread: async (asked) => ({ status: 200, body: await threads.patch(callerOf(asked), asked.params.thread_id!, asked.body?.metadata) }),
+    deleteThread: async (asked) => {
+      await threads.delete(callerOf(asked), asked.params.thread_id!, asked.run);
+      return { status: 204, body: null };
+    },
+    threadState: async (asked) => ({
+      status: 200,
+      body: await threads.state(callerOf(asked), asked.params.thread_id!, undefined, asked.query.subgraphs === "true"),
+    }),
+    threadStateAt: async (asked) => ({
+      status: 200,
+      body: await threads.state(callerOf(asked), asked.params.thread_id!, asked.params.checkpoint_id!, asked.query.subgraphs === "true"),
+    }),
+    updateThreadState: async (asked) => ({
+      status: 200,
+      body: await threads.updateState(
+        callerOf(asked),
+        asked.params.thread_id!,
+        { values: asked.body.values, asNode: asked.body.as_node, checkpointId: asked.body.checkpoint_id ?? asked.body.checkpoint?.checkpoint_id },
+        asked.run,
+      ),
+    }),
+    threadHistory: async (asked) => ({
+      status: 200,
+      body: await threads.history(callerOf(asked), asked.params.thread_id!, { limit: asked.query.limit, before: asked.query.before }),
+    }),
+    searchThreadHistory: async (asked) => {
+      const body = asked.body ?? { limit: 10 };
+      const before = typeof body.before === "string" ? body.before : (body.before?.checkpoint_id ?? undefined);
+      return {
+        status: 200,
+        body: await threads.history(callerOf(asked), asked.params.thread_id!, {
+          limit: body.limit,
+          before,
+          checkpointNs: body.checkpoint?.checkpoint_ns,
+          metadata: body.metadata ?? undefined,
+        }),
+      };
+    },
+    threadRunStream: (asked) => streamed(asked, asked.params.thread_id!),
+    threadRunWait: (asked) => waited(asked, asked.params.thread_id!),
+    statelessRunStream: (asked) => streamed(asked, undefined),
+    statelessRunWait: (asked) => waited(asked, undefined),
+    createThreadRun: () => {
+      throw new ServiceError("not_supported", { detail: "Background runs (POST /threads/{thread_id}/runs) are not supported yet; use /runs/stream or /runs/wait." });
+    },
+    createRun: () => {
+      throw new ServiceError("not_supported", { detail: "Background runs (POST /runs) are not supported yet; use /runs/stream or /runs/wait." });
+    },
+    listRuns: async (asked) => {
+      const thread = await threads.record(callerOf(asked), asked.params.thread_id!);
+      const list = await records.listRuns(thread.userId, thread.threadId, { offset: asked.query.offset, limit: asked.query.limit, status: asked.query.status });
+      return { status: 200, body: list.map((run) => wireRun(run, assistantIdOf(run.agentId))) };
+    },
+    getRun: async (asked) => {
+      const { run } = await runOf(asked, asked.params.thread_id!, asked.params.run_id!);
+      return { status: 200, body: wireRun(run, assistantIdOf(run.agentId)) };
+    },
+    deleteRun: async (asked) => {
+      const { thread, run } = await runOf(asked, asked.params.thread_id!, asked.params.run_id!);
+      if (run.status === "running" || run.status === "pending") {
+        throw new ServiceError("validation_failed", { detail: "The run has not finished: cancel it first." });
+      }
+      await records.deleteRun(thread.userId, thread.threadId, run.runId);
+      return { status: 204, body: null };
+    },
+    cancelRun: async (asked) => {
+      if (asked.query.action === "rollback") throw new ServiceError("not_supported", { detail: 'Cancelling with action "rollback" is not supported yet.' });
+      const { caller, thread, run } = await runOf(asked, asked.params.thread_id!, asked.params.run_id!);
+      const conversation = threads.conversationOf(caller, thread);
+      const wait = asked.query.wait === "1" || asked.query.wait === "true";
+      if (conversation && (run.status === "running" || run.status === "pending")) {
+        await services.runControl.cancelKey(conversation.storageKey);
+        if (wait) await runs.settled(thread.userId, thread.threadId, run.runId, asked.run.signal);
+      }
+      return wait ? { status: 204, body: null } : { status: 202, body: null };
+    },
+    joinRun: async (asked) => ({ status: 200, body: await joined(asked, asked.params.thread_id!, asked.params.run_id!) }),
+  };
+}

@@ -1,0 +1,114 @@
+import { uuid5 } from "@langchain/langgraph-checkpoint";
+import type { RegisteredAgent } from "../agents/agent.ts";
+import type { AgentRegistry } from "../agents/registry.ts";
+import { ServiceError } from "../errors/service-error.ts";
+
+/**
+ * The LangGraph Platform API's assistants: one per registered agent, its `graph_id` the agent's name.
+ * Its id is a UUIDv5 of the name in the namespace LangGraph's own server uses for its default
+ * assistants, so it is the same on every worker and host, across restarts, and the same id a client
+ * written against LangGraph's server already knows. Assistants are the registry's: creating,
+ * updating or versioning one is refused (the agents are code, deployed with the service).
+ */
+
+/** The namespace of LangGraph's default assistant ids. */
+const ASSISTANT_NAMESPACE = "6ba7b821-9dad-11d1-80b4-00c04fd430cd";
+
+export interface Assistant {
+  readonly assistant_id: string;
+  readonly graph_id: string;
+  readonly name: string;
+  readonly description: string | null;
+  readonly config: Record<string, unknown>;
+  readonly context: Record<string, unknown>;
+  readonly metadata: Record<string, unknown>;
+  readonly version: number;
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+export interface AssistantSearch {
+  readonly graph_id?: string | undefined;
+  readonly name?: string | undefined;
+  readonly metadata?: Record<string, unknown> | null | undefined;
+  readonly limit: number;
+  readonly offset: number;
+  readonly sort_by?: "assistant_id" | "graph_id" | "name" | "created_at" | "updated_at" | null | undefined;
+  readonly sort_order?: "asc" | "desc" | null | undefined;
+}
+
+export function assistantIdOf(agentName: string): string {
+  return uuid5(agentName, ASSISTANT_NAMESPACE);
+}
+
+export class Assistants {
+  private readonly byId = new Map<string, { agent: RegisteredAgent; assistant: Assistant }>();
+  private readonly ordered: Assistant[] = [];
+
+  constructor(
+    private readonly registry: AgentRegistry,
+    /** When the service started: the assistants' creation time (they are the deployment's). */
+    startedAt: Date,
+  ) {
+    const at = startedAt.toISOString();
+    for (const agent of registry.agents.values()) {
+      const assistant: Assistant = {
+        assistant_id: assistantIdOf(agent.name),
+        graph_id: agent.name,
+        name: agent.name,
+        description: agent.description || null,
+        config: {},
+        context: {},
+        metadata: { created_by: "system" },
+        version: 1,
+        created_at: at,
+        updated_at: at,
+      };
+      this.byId.set(assistant.assistant_id, { agent, assistant });
+      this.ordered.push(assistant);
+    }
+  }
+
+  /**
+   * The agent an assistant id or a graph id (an agent's name) names, as runs and thread searches
+   * accept either. An unknown one is 404 unknown_agent.
+   */
+  agentOf(idOrGraph: string): RegisteredAgent {
+    const found = this.byId.get(idOrGraph)?.agent ?? this.registry.get(idOrGraph);
+    if (!found) throw new ServiceError("unknown_agent", { detail: `No assistant or graph "${idOrGraph}" is registered.` });
+    return found;
+  }
+
+  get(idOrGraph: string): Assistant {
+    return this.byId.get(assistantIdOf(this.agentOf(idOrGraph).name))!.assistant;
+  }
+
+  search(query: AssistantSearch): Assistant[] {
+    return this.matching(query)
+      .sort(order(query.sort_by ?? "created_at", query.sort_order ?? "desc"))
+      .slice(query.offset, query.offset + query.limit);
+  }
+
+  count(query: Omit<AssistantSearch, "limit" | "offset">): number {
+    return this.matching(query).length;
+  }
+
+  private matching(query: Omit<AssistantSearch, "limit" | "offset">): Assistant[] {
+    return this.ordered.filter(
+      (assistant) =>
+        (query.graph_id === undefined || assistant.graph_id === query.graph_id) &&
+        (query.name === undefined || assistant.name.toLowerCase().includes(query.name.toLowerCase())) &&
+        Object.entries(query.metadata ?? {}).every(([key, value]) => JSON.stringify(assistant.metadata[key]) === JSON.stringify(value)),
+    );
+  }
+}
+
+function order(by: NonNullable<AssistantSearch["sort_by"]>, direction: "asc" | "desc"): (a: Assistant, b: Assistant) => number {
+  const sign = direction === "asc" ? 1 : -1;
+  return (a, b) => {
+    const x = a[by];
+    const y = b[by];
+    // Equal keys (every assistant was created at startup) fall back to the graph id, ascending.
+    return (x < y ? -sign : x > y ? sign : 0) || (a.graph_id < b.graph_id ? -1 : a.graph_id > b.graph_id ? 1 : 0);
+  };
+}

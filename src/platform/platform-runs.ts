@@ -1,0 +1,247 @@
+import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Command } from "@langchain/langgraph";
+import type { PlatformRecords, PlatformRun, RunStatus, ThreadStatus } from "../checkpoints/platform-records.ts";
+import type { Config } from "../config/schema.ts";
+import { FORBIDDEN_AGENT_CONFIG_KEYS } from "../contract/requests.ts";
+import type { RunCreateRequest, StreamMode } from "../contract/platform.ts";
+import type { RunCanceller } from "../coordination/cancel/run-canceller.ts";
+import { AgentRun, type RunEvents, type RunReporting } from "../conversations/agent-run.ts";
+import type { Conversation } from "../conversations/conversation-service.ts";
+import type { RunExecutor, Turns } from "../conversations/turns.ts";
+import { ServiceError } from "../errors/service-error.ts";
+import type { Logger } from "../observability/logger.ts";
+import { runEnvelope, type PreparedRun } from "../runs/prepare.ts";
+import type { Assistants } from "./assistants.ts";
+import type { PlatformCaller, PlatformThreads } from "./platform-threads.ts";
+import { platformChunks, servedMode, type PlatformEvent, type RunOutcome } from "./run-chunks.ts";
+import { stateFromWire } from "./wire-values.ts";
+
+export interface PlatformRunsDependencies {
+  readonly config: Config;
+  readonly threads: PlatformThreads;
+  readonly records: PlatformRecords;
+  readonly assistants: Assistants;
+  readonly turns: Turns;
+  readonly reporting: RunReporting;
+  readonly canceller: RunCanceller;
+}
+
+/** A Platform run made for a request: the agenthost run, where it is, and what it answers when it ends. */
+export interface PlatformRunHandle {
+  readonly run: AgentRun;
+  readonly threadId: string;
+  /** True for `/runs/stream` and `/runs/wait`: the thread is the run's own. */
+  readonly stateless: boolean;
+  readonly outcome: RunOutcome;
+  /** The run's events, once it holds its thread (refusals are thrown from here). */
+  events(): Promise<RunEvents<PlatformEvent>>;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** A run as the Platform API answers it. */
+export interface WireRun {
+  readonly run_id: string;
+  readonly thread_id: string;
+  readonly assistant_id: string;
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly status: RunStatus;
+  readonly metadata: Record<string, unknown>;
+  readonly kwargs: Record<string, unknown>;
+  readonly multitask_strategy: string;
+}
+
+export function wireRun(run: PlatformRun, assistantId: string): WireRun {
+  return {
+    run_id: run.runId,
+    thread_id: run.threadId,
+    assistant_id: assistantId,
+    created_at: iso(run.createdAt),
+    updated_at: iso(run.updatedAt),
+    status: run.status,
+    metadata: run.metadata,
+    kwargs: run.kwargs,
+    multitask_strategy: run.multitaskStrategy,
+  };
+}
+
+/** The SDK's modes for a request: its list, one mode, or `values` by default. */
+function modesOf(body: RunCreateRequest): StreamMode[] {
+  const asked = body.stream_mode ?? ["values"];
+  return Array.isArray(asked) ? asked : [asked];
+}
+
+/**
+ * Refuse, before anything is stored, the options this release does not serve (each answered
+ * 422 not_supported naming it): background work (enqueue, rollback, delayed runs, webhooks) and the
+ * stream modes without a graph mode behind them.
+ */
+function refuseUnserved(body: RunCreateRequest): void {
+  const refuse = (what: string) => {
+    throw new ServiceError("not_supported", { detail: `${what} is not supported by agenthost yet.` });
+  };
+  if (body.multitask_strategy === "enqueue" || body.multitask_strategy === "rollback") refuse(`multitask_strategy "${body.multitask_strategy}"`);
+  if (body.after_seconds) refuse("after_seconds");
+  if (body.webhook) refuse("webhook");
+  if (body.durability === "exit") refuse('durability "exit"');
+  for (const mode of modesOf(body)) if (!servedMode(mode)) refuse(`stream_mode "${mode}"`);
+}
+
+/** The caller's configurable keys, without the ones the service sets (identity, checkpoint selectors, internals). */
+function callerConfigurable(body: RunCreateRequest): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(body.config?.configurable ?? {})) {
+    if (FORBIDDEN_AGENT_CONFIG_KEYS.has(key) || key.startsWith("__")) continue;
+    out[key] = value;
+  }
+  return out;
+}
+
+/** The graph input a run asks for: a Command, the state it sends (messages as LangChain messages), or null to continue. */
+function inputOf(body: RunCreateRequest): PreparedRun["input"] {
+  if (body.command) {
+    const { resume, update, goto } = body.command;
+    const updateState = update && typeof update === "object" && !Array.isArray(update) ? stateFromWire(update as Record<string, unknown>, "command.update") : update;
+    return new Command({
+      ...(resume !== undefined ? { resume } : {}),
+      ...(updateState !== undefined ? { update: updateState as Record<string, unknown> } : {}),
+      ...(goto !== undefined ? { goto: goto as string } : {}),
+    });
+  }
+  if (body.input === null || body.input === undefined) return null;
+  if (Array.isArray(body.input)) throw new ServiceError("validation_failed", { detail: "input must be an object of graph state (or null)." });
+  return stateFromWire(body.input, "input");
+}
+
+/**
+ * Runs of the LangGraph Platform API (streamed and waited, on a thread or stateless) as agenthost
+ * runs: the same lock, admission, deadline, cancel, metrics, span and log line as a run of
+ * agenthost's own API, on the same conversation. Each run is recorded (status, times) for
+ * `GET /threads/{id}/runs`; the thread is `busy` while it runs and ends `idle`, `interrupted` or
+ * `error`.
+ */
+export class PlatformRuns {
+  constructor(private readonly deps: PlatformRunsDependencies) {}
+
+  /**
+   * Make a run of `body` on the caller's thread `threadId` (undefined: a stateless run, on a thread of
+   * its own that is deleted after it unless on_completion is "keep").
+   */
+  async create(caller: PlatformCaller, threadId: string | undefined, body: RunCreateRequest, control: AbortController, logger: Logger): Promise<PlatformRunHandle> {
+    refuseUnserved(body);
+    const { threads, assistants, config } = this.deps;
+    const agent = assistants.agentOf(body.assistant_id);
+    const stateless = threadId === undefined;
+    let thread;
+    if (threadId === undefined) {
+      thread = await threads.createRecord(caller, { thread_id: randomUUID(), graph_id: agent.name, metadata: body.metadata ?? {} });
+    } else {
+      try {
+        thread = await threads.record(caller, threadId);
+      } catch (error) {
+        if (!(error instanceof ServiceError && error.kind === "thread_not_found" && body.if_not_exists === "create")) throw error;
+        thread = await threads.createRecord(caller, { thread_id: threadId, graph_id: agent.name, metadata: {}, if_exists: "do_nothing" });
+      }
+    }
+    thread = await threads.bind(thread, agent);
+    const conversation = threads.conversationOf(caller, thread)!;
+    if (body.multitask_strategy === "interrupt") await this.deps.canceller.cancel(conversation.storageKey);
+
+    const envelope = runEnvelope(config, conversation, caller.principal, { recursion_limit: body.config?.recursion_limit ?? undefined }, callerConfigurable(body));
+    const checkpointId = body.checkpoint_id ?? body.checkpoint?.checkpoint_id ?? undefined;
+    const graphConfig = {
+      ...envelope.graphConfig,
+      configurable: { ...envelope.graphConfig.configurable, ...(checkpointId ? { checkpoint_id: checkpointId } : {}) },
+      metadata: { ...(body.metadata ?? {}), ...envelope.graphConfig.metadata },
+      ...(body.context ? { context: body.context } : {}),
+      ...(body.interrupt_before ? { interruptBefore: body.interrupt_before } : {}),
+      ...(body.interrupt_after ? { interruptAfter: body.interrupt_after } : {}),
+      ...(body.config?.tags ? { tags: body.config.tags } : {}),
+      ...(body.durability === "sync" || body.durability === "async" ? { durability: body.durability } : {}),
+    };
+    const prepared: PreparedRun = { ...envelope, graphConfig, input: inputOf(body), checkInterrupts: false };
+    const outcome: RunOutcome = { values: undefined, interrupts: [] };
+    const run = new AgentRun(this.deps.turns, this.deps.reporting, conversation, prepared, control, undefined, logger);
+    const record = this.recorder(conversation, prepared, body, outcome);
+    const executor = platformChunks(modesOf(body), body.stream_subgraphs === true, outcome);
+    const recorded: RunExecutor<PlatformEvent> = { mayBeFinal: executor.mayBeFinal, execute: (p, signal) => record(executor.execute(p, signal), signal) };
+    return {
+      run,
+      threadId: conversation.threadId,
+      stateless,
+      outcome,
+      events: () => run.streamed(recorded),
+    };
+  }
+
+  /**
+   * The run's record once it has ended, wherever it ran: its record is read again, at first often
+   * and then at most every second, until its status is final or `signal` aborts (the request's
+   * deadline, or its client leaving). A run's final status is written before it frees its thread.
+   */
+  async settled(userId: string, threadId: string, runId: string, signal: AbortSignal): Promise<PlatformRun | undefined> {
+    for (let delay = 10; ; delay = Math.min(delay * 2, 1_000)) {
+      const run = await this.deps.records.getRun(userId, threadId, runId);
+      if (!run || (run.status !== "running" && run.status !== "pending")) return run;
+      await sleep(delay, undefined, { signal });
+    }
+  }
+
+  /**
+   * The run's record around its events, written under the lock: `running` and the thread `busy` as
+   * it starts, then how it ended.
+   */
+  private recorder(conversation: Conversation, prepared: PreparedRun, body: RunCreateRequest, outcome: RunOutcome) {
+    const { records } = this.deps;
+    const userId = conversation.userId;
+    const threadId = conversation.threadId;
+    return async function* (events: AsyncGenerator<PlatformEvent, void, undefined>, signal: AbortSignal): AsyncGenerator<PlatformEvent, void, undefined> {
+      const now = Date.now();
+      await records.putRun({
+        userId,
+        threadId,
+        runId: prepared.runId,
+        agentId: conversation.agent.name,
+        status: "running",
+        metadata: body.metadata ?? {},
+        kwargs: kwargsOf(body),
+        multitaskStrategy: body.multitask_strategy ?? "reject",
+        createdAt: now,
+        updatedAt: now,
+      });
+      await records.updateThread(userId, threadId, { status: "busy", now });
+      let status: RunStatus = "error";
+      let threadStatus: ThreadStatus = "error";
+      try {
+        yield* events;
+        status = outcome.interrupts.length ? "interrupted" : "success";
+        threadStatus = outcome.interrupts.length ? "interrupted" : "idle";
+      } finally {
+        if (status === "error" && signal.aborted) {
+          const reason = (signal.reason as { reason?: unknown } | undefined)?.reason;
+          status = reason === "deadline" ? "timeout" : "interrupted";
+          threadStatus = "idle";
+        }
+        const end = Date.now();
+        // The record of how it ended must not turn a finished run into a failed one.
+        await records.setRunStatus(userId, threadId, prepared.runId, status, end).catch(() => undefined);
+        await records.updateThread(userId, threadId, { status: threadStatus, now: end }).catch(() => undefined);
+      }
+    };
+  }
+}
+
+/** What a run record echoes of its request. */
+function kwargsOf(body: RunCreateRequest): Record<string, unknown> {
+  return {
+    input: body.input ?? null,
+    command: body.command ?? null,
+    config: body.config ?? {},
+    context: body.context ?? {},
+    stream_mode: modesOf(body),
+    interrupt_before: body.interrupt_before ?? null,
+    interrupt_after: body.interrupt_after ?? null,
+  };
+}

@@ -1,0 +1,276 @@
+import { randomUUID } from "node:crypto";
+import type { RegisteredAgent } from "../agents/agent.ts";
+import type { AgentRegistry } from "../agents/registry.ts";
+import type { Principal } from "../auth/principal.ts";
+import type { ConversationStore } from "../checkpoints/conversation-store.ts";
+import type { PlatformRecords, PlatformThread, ThreadSearch } from "../checkpoints/platform-records.ts";
+import type { ThreadCreateRequest, ThreadSearchRequest } from "../contract/platform.ts";
+import type { Conversation, ConversationService } from "../conversations/conversation-service.ts";
+import { ServiceError } from "../errors/service-error.ts";
+import { assistantIdOf, type Assistants } from "./assistants.ts";
+import { interruptsByTask, wireState, type WireCheckpoint, type WireThreadState } from "./thread-state.ts";
+import { stateFromWire, wireValue } from "./wire-values.ts";
+
+/** Who asks: the principal, and the user it acts for (its own, or the one a trusted caller named). */
+export interface PlatformCaller {
+  readonly principal: Principal;
+  /** The user named by a trusted caller (`X-User-Id`, or a run's `config.configurable.user_id`); undefined: its own. */
+  readonly namedUser: string | undefined;
+}
+
+/** A thread as the Platform API answers it. */
+export interface WireThread {
+  readonly thread_id: string;
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly metadata: Record<string, unknown>;
+  readonly status: PlatformThread["status"];
+  readonly config: Record<string, unknown>;
+  readonly values: unknown;
+  readonly interrupts: Record<string, unknown[]>;
+}
+
+export interface PlatformThreadsDependencies {
+  readonly records: PlatformRecords;
+  readonly conversations: ConversationService;
+  readonly store: ConversationStore;
+  readonly assistants: Assistants;
+  readonly registry: AgentRegistry;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * The LangGraph Platform API's threads over agenthost's conversations. A thread is a record (owner,
+ * id, metadata, status) until its first run binds it to an agent; from then on it is the
+ * conversation (user, agent, thread id) of agenthost's own API, under the same storage key and the
+ * same lock, so either API reads and writes it. A conversation started with agenthost's own API is
+ * found by its thread id on first use and gets its record then. Another user's thread does not
+ * exist: every read and write is scoped to the caller's user.
+ */
+export class PlatformThreads {
+  constructor(private readonly deps: PlatformThreadsDependencies) {}
+
+  userOf(caller: PlatformCaller): string {
+    return this.deps.conversations.userFor(caller.principal, caller.namedUser);
+  }
+
+  async create(caller: PlatformCaller, body: ThreadCreateRequest): Promise<WireThread> {
+    return this.wire(caller, await this.createRecord(caller, body));
+  }
+
+  /** Create the thread's record (or, with if_exists "do_nothing", find the existing one). */
+  async createRecord(caller: PlatformCaller, body: ThreadCreateRequest): Promise<PlatformThread> {
+    const userId = this.userOf(caller);
+    const agent = body.graph_id ? this.deps.assistants.agentOf(body.graph_id) : undefined;
+    const threadId = body.thread_id ?? randomUUID();
+    const metadata = { ...(body.metadata ?? {}), ...(agent ? bindingMetadata(agent) : {}) };
+    const created = await this.deps.records.createThread({
+      userId,
+      threadId,
+      agentId: agent?.name ?? null,
+      metadata,
+      status: "idle",
+      createdAt: Date.now(),
+    });
+    if (created) return created;
+    if (body.if_exists === "do_nothing") return this.record(caller, threadId);
+    throw new ServiceError("thread_exists", { detail: `A thread "${threadId}" already exists.` });
+  }
+
+  async get(caller: PlatformCaller, threadId: string): Promise<WireThread> {
+    return this.wire(caller, await this.record(caller, threadId));
+  }
+
+  /** The caller's thread (found among its conversations when it has no record yet); 404 thread_not_found otherwise. */
+  async record(caller: PlatformCaller, threadId: string): Promise<PlatformThread> {
+    const userId = this.userOf(caller);
+    const found = await this.deps.records.getThread(userId, threadId);
+    if (found) return found;
+    const agent = await this.conversationAgent(caller, threadId);
+    if (!agent) throw new ServiceError("thread_not_found", { detail: `No thread "${threadId}".` });
+    const now = Date.now();
+    await this.deps.records.createThread({ userId, threadId, agentId: agent.name, metadata: bindingMetadata(agent), status: "idle", createdAt: now });
+    return (await this.deps.records.getThread(userId, threadId))!;
+  }
+
+  /** The conversation of a thread bound to an agent; undefined for a thread no run has bound yet. */
+  conversationOf(caller: PlatformCaller, thread: PlatformThread): Conversation | undefined {
+    if (!thread.agentId) return undefined;
+    const agent = this.deps.registry.get(thread.agentId);
+    if (!agent) return undefined;
+    return this.deps.conversations.resolve(caller.principal, agent, { thread_id: thread.threadId, user_id: caller.namedUser });
+  }
+
+  async patch(caller: PlatformCaller, threadId: string, metadata: Record<string, unknown> | null | undefined): Promise<WireThread> {
+    await this.record(caller, threadId);
+    const updated = await this.deps.records.updateThread(this.userOf(caller), threadId, { metadata: metadata ?? {}, now: Date.now() });
+    if (!updated) throw new ServiceError("thread_not_found", { detail: `No thread "${threadId}".` });
+    return this.wire(caller, updated);
+  }
+
+  /** Delete the thread: its conversation (under the lock, so never under a running run) and its records. */
+  async delete(caller: PlatformCaller, threadId: string, control: AbortController): Promise<void> {
+    const thread = await this.record(caller, threadId);
+    const conversation = this.conversationOf(caller, thread);
+    if (conversation) await this.deps.conversations.withConversation(conversation, control, () => this.deps.store.clear(conversation.storageKey));
+    await this.deps.records.deleteThread(thread.userId, threadId);
+  }
+
+  async search(caller: PlatformCaller, body: ThreadSearchRequest): Promise<WireThread[]> {
+    if (body.values && Object.keys(body.values).length) throw new ServiceError("not_supported", { detail: "Searching threads by values is not supported; search by metadata." });
+    const search: ThreadSearch = {
+      ...filtersOf(body),
+      sortBy: body.sort_by ?? "updated_at",
+      sortOrder: body.sort_order ?? "desc",
+      offset: body.offset,
+      limit: body.limit,
+    };
+    const threads = await this.deps.records.searchThreads(this.userOf(caller), search);
+    const wanted = body.select ? new Set(body.select) : undefined;
+    const out: WireThread[] = [];
+    for (const thread of threads) {
+      const wire = await this.wire(caller, thread, wanted ? wanted.has("values") || wanted.has("interrupts") : true);
+      out.push(wanted ? (Object.fromEntries(Object.entries(wire).filter(([key]) => wanted.has(key))) as unknown as WireThread) : wire);
+    }
+    return out;
+  }
+
+  count(caller: PlatformCaller, body: Pick<ThreadSearchRequest, "metadata" | "status" | "values">): Promise<number> {
+    if (body.values && Object.keys(body.values).length) throw new ServiceError("not_supported", { detail: "Counting threads by values is not supported; count by metadata." });
+    return this.deps.records.countThreads(this.userOf(caller), filtersOf(body));
+  }
+
+  /** The thread's state now, or at `checkpointId`. A thread no run has bound has empty values. */
+  async state(caller: PlatformCaller, threadId: string, checkpointId?: string, subgraphs = false): Promise<WireThreadState> {
+    const thread = await this.record(caller, threadId);
+    const conversation = this.conversationOf(caller, thread);
+    if (!conversation) return emptyState();
+    const snapshot = await conversation.agent.graph.getState(
+      { configurable: { thread_id: conversation.storageKey, ...(checkpointId ? { checkpoint_id: checkpointId } : {}) } },
+      { subgraphs },
+    );
+    return wireState(snapshot, threadId, conversation.storageKey);
+  }
+
+  /** The thread's checkpoints, newest first: at most `limit`, those before `before` when given. */
+  async history(caller: PlatformCaller, threadId: string, options: { limit: number; before?: string | undefined; checkpointNs?: string | undefined; metadata?: Record<string, unknown> | undefined }): Promise<WireThreadState[]> {
+    const thread = await this.record(caller, threadId);
+    const conversation = this.conversationOf(caller, thread);
+    if (!conversation) return [];
+    const states: WireThreadState[] = [];
+    const config = { configurable: { thread_id: conversation.storageKey, checkpoint_ns: options.checkpointNs ?? "" } };
+    const filter = options.metadata && Object.keys(options.metadata).length ? options.metadata : undefined;
+    for await (const snapshot of conversation.agent.graph.getStateHistory(config, {
+      limit: options.limit,
+      ...(options.before ? { before: { configurable: { thread_id: conversation.storageKey, checkpoint_id: options.before } } } : {}),
+      ...(filter ? { filter } : {}),
+    })) {
+      states.push(wireState(snapshot, threadId, conversation.storageKey));
+    }
+    return states;
+  }
+
+  /**
+   * Write `values` as a new checkpoint (as `asNode` when given), under the conversation's lock. A
+   * thread no run has bound cannot take an update: nothing says which agent's state it would be.
+   */
+  async updateState(
+    caller: PlatformCaller,
+    threadId: string,
+    update: { values: unknown; asNode?: string | null | undefined; checkpointId?: string | null | undefined },
+    control: AbortController,
+  ): Promise<{ checkpoint: WireCheckpoint }> {
+    const thread = await this.record(caller, threadId);
+    const conversation = this.conversationOf(caller, thread);
+    if (!conversation) {
+      throw new ServiceError("validation_failed", { detail: "The thread has no assistant yet: run it once (or create it with graph_id) before updating its state." });
+    }
+    const values = update.values && typeof update.values === "object" && !Array.isArray(update.values) ? stateFromWire(update.values as Record<string, unknown>, "values") : update.values;
+    const next = await this.deps.conversations.withConversation(conversation, control, () =>
+      conversation.agent.graph.updateState(
+        { configurable: { thread_id: conversation.storageKey, ...(update.checkpointId ? { checkpoint_id: update.checkpointId } : {}) } },
+        values,
+        update.asNode ?? undefined,
+      ),
+    );
+    await this.deps.records.updateThread(thread.userId, threadId, { now: Date.now() });
+    const id: unknown = next.configurable?.checkpoint_id;
+    return { checkpoint: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: typeof id === "string" ? id : null, checkpoint_map: null } };
+  }
+
+  /** Bind a thread to the agent of its first run; a thread bound to another agent is refused. */
+  async bind(thread: PlatformThread, agent: RegisteredAgent): Promise<PlatformThread> {
+    if (thread.agentId === agent.name) return thread;
+    if (thread.agentId) {
+      throw new ServiceError("thread_agent_mismatch", { detail: `Thread "${thread.threadId}" is a conversation with assistant "${thread.agentId}".` });
+    }
+    // Bind first, then stamp the metadata only if this bind won (another run may have bound it meanwhile).
+    const bound = await this.deps.records.updateThread(thread.userId, thread.threadId, { agentId: agent.name, now: Date.now() });
+    if (bound?.agentId !== agent.name) {
+      throw new ServiceError("thread_agent_mismatch", { detail: `Thread "${thread.threadId}" is a conversation with another assistant.` });
+    }
+    return (await this.deps.records.updateThread(thread.userId, thread.threadId, { metadata: bindingMetadata(agent), now: Date.now() })) ?? bound;
+  }
+
+  async wire(caller: PlatformCaller, thread: PlatformThread, withValues = true): Promise<WireThread> {
+    const state = withValues ? await this.stateOrEmpty(caller, thread) : undefined;
+    return {
+      thread_id: thread.threadId,
+      created_at: iso(thread.createdAt),
+      updated_at: iso(thread.updatedAt),
+      metadata: wireValue(thread.metadata) as Record<string, unknown>,
+      status: thread.status === "idle" && state && Object.keys(interruptsByTask(state)).length ? "interrupted" : thread.status,
+      config: {},
+      values: state?.values ?? null,
+      interrupts: state ? interruptsByTask(state) : {},
+    };
+  }
+
+  private async stateOrEmpty(caller: PlatformCaller, thread: PlatformThread): Promise<WireThreadState | undefined> {
+    const conversation = this.conversationOf(caller, thread);
+    if (!conversation) return undefined;
+    const snapshot = await conversation.agent.graph.getState({ configurable: { thread_id: conversation.storageKey } });
+    return wireState(snapshot, thread.threadId, conversation.storageKey);
+  }
+
+  /** The agent of the caller's conversation with this thread id started through agenthost's own API, if any (the most recently written). */
+  private async conversationAgent(caller: PlatformCaller, threadId: string): Promise<RegisteredAgent | undefined> {
+    let best: { agent: RegisteredAgent; at: string } | undefined;
+    for (const agent of this.deps.registry.agents.values()) {
+      const conversation = this.deps.conversations.resolve(caller.principal, agent, { thread_id: threadId, user_id: caller.namedUser });
+      const snapshot = await agent.graph.getState({ configurable: { thread_id: conversation.storageKey } });
+      if (!snapshot.createdAt) continue;
+      if (!best || snapshot.createdAt > best.at) best = { agent, at: snapshot.createdAt };
+    }
+    return best?.agent;
+  }
+}
+
+/** What a thread bound to an agent says of it in its metadata, as LangGraph's server writes it. */
+export function bindingMetadata(agent: RegisteredAgent): Record<string, unknown> {
+  return { graph_id: agent.name, assistant_id: assistantIdOf(agent.name) };
+}
+
+function filtersOf(body: Pick<ThreadSearchRequest, "metadata" | "status"> & { ids?: readonly string[] | null | undefined }): Omit<ThreadSearch, "sortBy" | "sortOrder" | "offset" | "limit"> {
+  return {
+    ...(body.metadata && Object.keys(body.metadata).length ? { metadata: body.metadata } : {}),
+    ...(body.status ? { status: body.status } : {}),
+    // An empty list filters nothing, as LangGraph's server reads it.
+    ...(body.ids?.length ? { ids: body.ids } : {}),
+  };
+}
+
+/** The state of a thread no run has bound: no values, no checkpoint (as LangGraph's server answers it). */
+function emptyState(): WireThreadState {
+  return {
+    values: {},
+    next: [],
+    checkpoint: null,
+    metadata: null,
+    created_at: null,
+    parent_checkpoint: null,
+    tasks: [],
+    interrupts: [],
+  };
+}

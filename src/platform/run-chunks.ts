@@ -1,0 +1,95 @@
+import { isBaseMessage } from "@langchain/core/messages";
+import type { StreamMode as GraphStreamMode } from "@langchain/langgraph";
+import { startTogether } from "../admission/start-together.ts";
+import type { StreamMode } from "../contract/platform.ts";
+import type { RunExecutor } from "../conversations/turns.ts";
+import type { PreparedRun } from "../runs/prepare.ts";
+import { messageDict, wireValue } from "./wire-values.ts";
+
+/** One event of a LangGraph Platform stream: its SSE `event:` name and its JSON data. */
+export interface PlatformEvent {
+  readonly event: string;
+  readonly data: unknown;
+  /** The event's place in its run (0: metadata), for `Last-Event-ID`; none on an error event. */
+  readonly id?: number;
+}
+
+/** What a run's graph was asked to stream, and what it answers once it ends. */
+export interface RunOutcome {
+  /** The last values the graph streamed (its state when it ended), as wire JSON. */
+  values: Record<string, unknown> | undefined;
+  /** Interrupts the run ended on, as wire JSON. */
+  interrupts: unknown[];
+}
+
+/** The graph's own stream modes behind each of the SDK's. */
+const GRAPH_MODE: Readonly<Partial<Record<StreamMode, GraphStreamMode>>> = {
+  values: "values",
+  updates: "updates",
+  "messages-tuple": "messages",
+  custom: "custom",
+  debug: "debug",
+  tasks: "tasks",
+  checkpoints: "checkpoints",
+};
+
+/** The SSE event name of each graph mode's chunks, as the SDK reads them. */
+const EVENT_NAME: Readonly<Partial<Record<GraphStreamMode, string>>> = { messages: "messages" };
+
+/** The SDK's modes agenthost serves: every one with a graph mode behind it. */
+export function servedMode(mode: StreamMode): boolean {
+  return GRAPH_MODE[mode] !== undefined;
+}
+
+/**
+ * The run's graph as Platform events, numbered from 0: `metadata` first (the run's id, its thread's
+ * and the attempt), then each chunk of the modes asked for, named as the SDK expects (`values`,
+ * `updates`, `messages` for messages-tuple, with `|<namespace>` for a subgraph's). `updates` and
+ * `values` are always taken from the graph, so the run's end state and its interrupts are known
+ * whether or not they were asked for; a run that pauses ends with a `values` event holding only
+ * `__interrupt__`, as the SDK's hook reads it. Storage keys never reach the wire: a chunk's
+ * metadata names the public thread id.
+ */
+export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean, outcome: RunOutcome, attempt = 1): RunExecutor<PlatformEvent> {
+  const asked = new Set(modes.map((mode) => GRAPH_MODE[mode]).filter((mode): mode is GraphStreamMode => mode !== undefined));
+  const graphModes = [...new Set<GraphStreamMode>([...asked, "values", "updates"])];
+  return {
+    // Every event is held back until the next: the run's last reaches the client after the lock is free.
+    mayBeFinal: () => true,
+    async *execute(run: PreparedRun, signal: AbortSignal) {
+      let id = 0;
+      yield { event: "metadata", data: { run_id: run.runId, thread_id: run.threadId, attempt }, id: id++ };
+      await startTogether();
+      const stream = await run.agent.graph.stream(run.input, { ...run.graphConfig, signal, streamMode: graphModes, subgraphs });
+      for await (const chunk of stream as AsyncIterable<unknown[]>) {
+        const [namespace, mode, payload] = (subgraphs ? chunk : [[], ...chunk]) as [string[], GraphStreamMode, unknown];
+        const root = namespace.length === 0;
+        if (root && (mode === "values" || mode === "updates")) {
+          const interrupts = (payload as { __interrupt__?: unknown } | null)?.__interrupt__;
+          if (Array.isArray(interrupts)) {
+            if (mode === "updates") outcome.interrupts.push(...(wireValue(interrupts) as unknown[]));
+            // An interrupt is reported once, after the graph's own chunks (below).
+            if (mode === "values") continue;
+          } else if (mode === "values") {
+            outcome.values = wireValue(payload) as Record<string, unknown>;
+          }
+        }
+        if (!asked.has(mode)) continue;
+        const name = (EVENT_NAME[mode] ?? mode) + (root ? "" : `|${namespace.join("|")}`);
+        yield { event: name, data: mode === "messages" ? messageTuple(payload, run) : wireValue(payload), id: id++ };
+      }
+      if (outcome.interrupts.length && asked.has("values")) yield { event: "values", data: { __interrupt__: outcome.interrupts }, id };
+    },
+  };
+}
+
+/** A messages-tuple chunk: the message (or chunk) as a dict, and its metadata without the storage key. */
+function messageTuple(payload: unknown, run: PreparedRun): [unknown, Record<string, unknown>] {
+  const [message, metadata] = payload as [unknown, Record<string, unknown> | undefined];
+  const meta: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(metadata ?? {})) {
+    if (key.startsWith("agenthost_")) continue;
+    meta[key] = value === run.storageKey ? run.threadId : value;
+  }
+  return [isBaseMessage(message) ? messageDict(message) : wireValue(message), meta];
+}

@@ -1,0 +1,239 @@
+// LangGraph's own JS SDK (@langchain/langgraph-sdk) against the real service, over loopback, on each
+// backend: the calls a user of the SDK makes (assistants, threads, streamed and waited runs, state,
+// history, search, interrupts answered with a command, a fork from a checkpoint, cancel, a busy
+// thread), one storage shared with agenthost's own API, and one user's threads invisible to another.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { Client } from "@langchain/langgraph-sdk";
+import { gate } from "../fixtures/gated-agent.ts";
+import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
+import { memoryBackend, postgresBackend, sqliteBackend, type BackendUnderTest } from "../http/history-backends.ts";
+
+const AGENTS = JSON.stringify(["./test/fixtures/gated-agent.ts:gatedAgent", "./test/fixtures/interrupt-agents.ts:askName"]);
+const CHATBOT = "chatbot-agent";
+
+interface StreamPart {
+  readonly event: string;
+  readonly data: unknown;
+}
+
+type Message = { type: string; content: unknown; id?: string | null };
+
+const messagesOf = (values: unknown): Message[] => ((values as { messages?: Message[] } | undefined)?.messages ?? []);
+
+async function collect(stream: AsyncIterable<StreamPart>): Promise<StreamPart[]> {
+  const parts: StreamPart[] = [];
+  for await (const part of stream) parts.push(part);
+  return parts;
+}
+
+for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
+  describe(`LangGraph SDK against agenthost (${make().name})`, { concurrency: false }, () => {
+    let backend: BackendUnderTest;
+    let service: RunningService;
+    let client: Client;
+
+    before(async () => {
+      backend = make();
+      service = await startService({
+        ...backend.env,
+        AGENT_PATHS: AGENTS,
+        AUTH_USERS: JSON.stringify({ alice: "alice-token", bob: "bob-token" }),
+      });
+      client = new Client({ apiUrl: service.url, apiKey: TEST_TOKEN });
+    });
+    after(async () => {
+      gate.open();
+      await service?.close();
+      await backend?.cleanup();
+    });
+
+    test("assistants: one per agent, found by search and by graph id, with a stable id", async () => {
+      const found = await client.assistants.search({ graphId: CHATBOT });
+      assert.equal(found.length, 1);
+      assert.equal(found[0]!.graph_id, CHATBOT);
+      const again = await client.assistants.get(CHATBOT);
+      assert.equal(again.assistant_id, found[0]!.assistant_id);
+      assert.deepEqual(await client.assistants.get(found[0]!.assistant_id), again);
+      const all = await client.assistants.search({ limit: 100 });
+      assert.ok(all.some((assistant) => assistant.graph_id === "gated-agent"));
+      const graph = await client.assistants.getGraph(CHATBOT);
+      assert.ok(Array.isArray((graph as { nodes?: unknown }).nodes));
+    });
+
+    test("a thread, a streamed run (values, messages-tuple, updates), its state, and the same conversation in agenthost's own history", async () => {
+      const thread = await client.threads.create({ metadata: { topic: "greeting" } });
+      assert.equal(thread.status, "idle");
+      const parts = await collect(
+        client.runs.stream(thread.thread_id, CHATBOT, {
+          input: { messages: [{ role: "user", content: "Hello there" }] },
+          streamMode: ["values", "messages-tuple", "updates"],
+        }),
+      );
+      assert.equal(parts[0]!.event, "metadata");
+      assert.equal(typeof (parts[0]!.data as { run_id?: unknown }).run_id, "string");
+      const values = parts.filter((part) => part.event === "values");
+      assert.ok(values.length >= 2, JSON.stringify(parts.map((part) => part.event)));
+      const last = messagesOf(values.at(-1)!.data);
+      assert.deepEqual(
+        last.map((message) => message.type),
+        ["human", "ai"],
+      );
+      assert.ok(parts.some((part) => part.event === "messages"), "messages-tuple chunks arrive as `messages` events");
+      assert.ok(parts.some((part) => part.event === "updates"));
+      assert.ok(!parts.some((part) => part.event === "error"));
+
+      const state = await client.threads.getState(thread.thread_id);
+      assert.equal(messagesOf(state.values).length, 2);
+      assert.equal(state.checkpoint.thread_id, thread.thread_id);
+      assert.deepEqual(state.next, []);
+
+      const own = await call(service, "GET", `/${CHATBOT}/history?thread_id=${thread.thread_id}`);
+      assert.equal(own.status, 200);
+      assert.equal(((await own.json()) as { total: number }).total, 2);
+
+      const got = await client.threads.get(thread.thread_id);
+      assert.equal(got.status, "idle");
+      assert.equal(got.metadata?.topic, "greeting");
+      assert.equal(got.metadata?.graph_id, CHATBOT);
+    });
+
+    test("a conversation started with agenthost's own API is read with threads.getState", async () => {
+      const own = await call(service, "POST", `/${CHATBOT}/invoke`, { thread_id: "own-api-thread", input: { message: "from the own API" } });
+      assert.equal(own.status, 200);
+      const state = await client.threads.getState("own-api-thread");
+      const messages = messagesOf(state.values);
+      assert.equal(messages.length, 2);
+      assert.equal(messages[0]!.content, "from the own API");
+    });
+
+    test("runs.wait answers the final values; history lists the checkpoints; search finds the thread by metadata", async () => {
+      const thread = await client.threads.create({ metadata: { purpose: "wait" } });
+      const values = await client.runs.wait(thread.thread_id, CHATBOT, { input: { messages: [{ type: "human", content: "one" }] } });
+      assert.equal(messagesOf(values).length, 2);
+      await client.runs.wait(thread.thread_id, CHATBOT, { input: { messages: [{ type: "human", content: "two" }] } });
+      const history = await client.threads.getHistory(thread.thread_id, { limit: 50 });
+      assert.ok(history.length >= 4, String(history.length));
+      assert.equal(messagesOf(history[0]!.values).length, 4, "newest first");
+      const found = await client.threads.search({ metadata: { purpose: "wait" } });
+      assert.deepEqual(
+        found.map((each) => each.thread_id),
+        [thread.thread_id],
+      );
+      const runs = await client.runs.list(thread.thread_id);
+      assert.equal(runs.length, 2);
+      assert.ok(runs.every((run) => run.status === "success"));
+      assert.equal((await client.runs.get(thread.thread_id, runs[0]!.run_id)).run_id, runs[0]!.run_id);
+    });
+
+    test("an edit forks the thread from an earlier checkpoint", async () => {
+      const thread = await client.threads.create();
+      await client.runs.wait(thread.thread_id, CHATBOT, { input: { messages: [{ role: "user", content: "first" }] } });
+      const afterFirst = await client.threads.getState(thread.thread_id);
+      await client.runs.wait(thread.thread_id, CHATBOT, { input: { messages: [{ role: "user", content: "second" }] } });
+      const forked = await client.runs.wait(thread.thread_id, CHATBOT, {
+        input: { messages: [{ role: "user", content: "second, edited" }] },
+        checkpointId: afterFirst.checkpoint.checkpoint_id!,
+      });
+      const contents = messagesOf(forked).map((message) => message.content);
+      assert.equal(contents.length, 4);
+      assert.equal(contents[0], "first");
+      assert.equal(contents[2], "second, edited");
+    });
+
+    test("an interrupt is streamed in values.__interrupt__, shown in the state's tasks, and answered with a command", async () => {
+      const thread = await client.threads.create();
+      const parts = await collect(client.runs.stream(thread.thread_id, "ask-name", { input: { messages: [{ role: "user", content: "hi" }] }, streamMode: ["values"] }));
+      const lastValues = parts.filter((part) => part.event === "values").at(-1)!.data as { __interrupt__?: Array<{ value: unknown }> };
+      assert.equal(lastValues.__interrupt__?.[0]?.value, "What is your name?");
+      const paused = await client.threads.get(thread.thread_id);
+      assert.equal(paused.status, "interrupted");
+      const state = await client.threads.getState(thread.thread_id);
+      assert.equal(state.tasks[0]?.interrupts[0]?.value, "What is your name?");
+      const resumed = await client.runs.wait(thread.thread_id, "ask-name", { command: { resume: "Ada" } });
+      assert.equal(messagesOf(resumed).at(-1)!.content, "Hello, Ada!");
+      assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
+    });
+
+    test("a busy thread refuses a second run (409); cancel stops the first, whose stream ends with an error event", async () => {
+      const thread = await client.threads.create();
+      let runId: string | undefined;
+      const first = collect(
+        client.runs.stream(thread.thread_id, "gated-agent", {
+          input: { messages: [{ role: "user", content: "wait" }] },
+          onRunCreated: (meta) => {
+            runId = meta.run_id;
+          },
+        }),
+      );
+      while (gate.waiting === 0) await new Promise((resolve) => setImmediate(resolve));
+      await assert.rejects(client.runs.wait(thread.thread_id, "gated-agent", { input: { messages: [{ role: "user", content: "again" }] } }), (error: unknown) => {
+        assert.equal((error as { status?: number }).status, 409);
+        return true;
+      });
+      assert.equal((await client.threads.get(thread.thread_id)).status, "busy");
+      assert.ok(runId, "onRunCreated named the run from Content-Location");
+      await client.runs.cancel(thread.thread_id, runId!, true);
+      const parts = await first;
+      const error = parts.find((part) => part.event === "error");
+      assert.equal((error?.data as { error?: string } | undefined)?.error, "run_cancelled");
+      assert.equal(gate.waiting, 0);
+    });
+
+    test("stateless runs.wait runs on a thread of its own, deleted after", async () => {
+      const before = await client.threads.count();
+      const values = await client.runs.wait(null, CHATBOT, { input: { messages: [{ role: "user", content: "stateless" }] } });
+      assert.equal(messagesOf(values).length, 2);
+      assert.equal(await client.threads.count(), before);
+    });
+
+    test("one user's threads are invisible to another on every route", async () => {
+      const alice = new Client({ apiUrl: service.url, apiKey: "alice-token" });
+      const bob = new Client({ apiUrl: service.url, apiKey: "bob-token" });
+      const thread = await alice.threads.create({ metadata: { owner: "alice" } });
+      await alice.runs.wait(thread.thread_id, CHATBOT, { input: { messages: [{ role: "user", content: "secret" }] } });
+      const [run] = await alice.runs.list(thread.thread_id);
+      const notFound = async (work: Promise<unknown>) =>
+        assert.rejects(work, (error: unknown) => {
+          assert.equal((error as { status?: number }).status, 404);
+          return true;
+        });
+      await notFound(bob.threads.get(thread.thread_id));
+      await notFound(bob.threads.getState(thread.thread_id));
+      await notFound(bob.threads.getHistory(thread.thread_id));
+      await notFound(bob.threads.update(thread.thread_id, { metadata: { owner: "bob" } }));
+      await notFound(bob.threads.delete(thread.thread_id));
+      await notFound(bob.runs.list(thread.thread_id));
+      await notFound(bob.runs.get(thread.thread_id, run!.run_id));
+      await notFound(bob.runs.cancel(thread.thread_id, run!.run_id));
+      await notFound(bob.runs.join(thread.thread_id, run!.run_id));
+      await notFound(bob.runs.wait(thread.thread_id, CHATBOT, { input: { messages: [{ role: "user", content: "intrude" }] } }));
+      assert.deepEqual(await bob.threads.search({ metadata: { owner: "alice" } }), []);
+      assert.equal(await bob.threads.count({ metadata: { owner: "alice" } }), 0);
+      // Bob's own thread of the same id is his own conversation, not Alice's.
+      await bob.threads.create({ threadId: thread.thread_id });
+      assert.deepEqual(messagesOf((await bob.threads.getState(thread.thread_id)).values), []);
+      assert.equal(messagesOf((await alice.threads.getState(thread.thread_id)).values).length, 2);
+      // A bad key is refused.
+      const stranger = new Client({ apiUrl: service.url, apiKey: "not-a-token" });
+      await assert.rejects(stranger.threads.search(), (error: unknown) => {
+        assert.equal((error as { status?: number }).status, 401);
+        return true;
+      });
+    });
+
+    test("hostile input: malformed messages and unknown options are clear 4xx answers", async () => {
+      const thread = await client.threads.create();
+      const bad = await call(service, "POST", `/threads/${thread.thread_id}/runs/wait`, { assistant_id: CHATBOT, input: { messages: [{ type: "robot", content: "x" }] } });
+      assert.equal(bad.status, 422);
+      assert.equal(((await bad.json()) as { error_code?: string }).error_code, "validation_failed");
+      const enqueue = await call(service, "POST", `/threads/${thread.thread_id}/runs/wait`, { assistant_id: CHATBOT, multitask_strategy: "enqueue", input: null });
+      assert.equal(enqueue.status, 422);
+      assert.equal(((await enqueue.json()) as { error_code?: string }).error_code, "not_supported");
+      const unknown = await call(service, "POST", `/threads/${thread.thread_id}/runs/wait`, { assistant_id: "no-such-agent", input: null });
+      assert.equal(unknown.status, 404);
+      // Nothing was stored by the refused runs.
+      assert.deepEqual(messagesOf((await client.threads.getState(thread.thread_id)).values), []);
+    });
+  });
+}
