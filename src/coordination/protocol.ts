@@ -1,7 +1,6 @@
 import type { WaitOutcome } from "../admission/wait-queue.ts";
-import type { StreamEvent } from "../contract/messages.ts";
 import type { MetricsJson } from "../observability/metrics.ts";
-import type { LogEntry } from "./run-events/event-log.ts";
+import type { LogEntry, RecordedEvent } from "./run-events/event-log.ts";
 
 /**
  * The IPC messages between the primary and its workers. Every message carries `ah` (its kind), so
@@ -50,7 +49,7 @@ export type ToPrimary =
   | { ah: "run.stopped"; id: number; runId: string | null }
   /** Record a resumable run's events in the primary (coordination/run-events), so every worker can replay them; `user` for its size bounds. */
   | { ah: "events.open"; runId: string; key: string; user: string }
-  | { ah: "events.append"; runId: string; event: StreamEvent }
+  | { ah: "events.append"; runId: string; event: RecordedEvent }
   | { ah: "events.end"; runId: string; clean: boolean }
   /** Read a run's events after `after`, live to the end; `events.stop` ends the read early. */
   | { ah: "events.read"; id: number; runId: string; key: string; after: number }

@@ -5,7 +5,7 @@ import type { RunEvents } from "../conversations/agent-run.ts";
 import type { RunReplay } from "../coordination/run-events/event-log.ts";
 import type { StreamLogs } from "../coordination/run-events/stream-logs.ts";
 import { ApiError } from "./api-error.ts";
-import { serveResumable, writeReplay } from "./resumable-stream.ts";
+import { REPLAY_FRAMINGS, serveResumable, writeReplay, type ReplayFraming } from "./resumable-stream.ts";
 import { documentedPath, expressPath, isStream, pathParameters, type HandlerOf, type JsonOperation, type Operation, type OperationInput } from "./operation.ts";
 import { bodyWithQuery, parseBody, parseQuery } from "./parse-input.ts";
 import { principalOf, runOf, scopeOf, type RequestScope } from "./request-scope.ts";
@@ -26,6 +26,15 @@ export interface MountSettings {
 /** A request that asked for a resumable stream (`stream_resumable: true`). */
 function isResumable(body: unknown): boolean {
   return (body as { stream_resumable?: unknown } | undefined)?.stream_resumable === true;
+}
+
+/**
+ * A LangGraph Platform run that goes on when its client leaves: a resumable one, or one asked to
+ * continue on disconnect (`on_disconnect: "continue"`). Its events are recorded either way, so the
+ * client can rejoin it (GET /threads/{thread_id}/runs/{run_id}/stream).
+ */
+function outlivesClient(body: unknown): boolean {
+  return isResumable(body) || (body as { on_disconnect?: unknown } | undefined)?.on_disconnect === "continue";
 }
 
 /** Each operation's own path parameters, worked out once. */
@@ -105,26 +114,34 @@ type AnyHandler = (input: OperationInput<Operation>) => unknown;
 
 function serve(id: string, operation: Operation, handler: AnyHandler, settings: MountSettings) {
   if (isStream(operation) && operation.replay) {
-    const framing = operation.stream;
-    if (framing === "platform") throw new Error(`operation ${id}: replays are served in agenthost's own framings only`);
+    const framing = REPLAY_FRAMINGS[operation.stream];
     return async (req: Request, res: Response) => {
       const input = inputOf(operation, req, res, settings.agentNamed);
       const replay = (await handler(input)) as RunReplay;
-      await writeReplay(res, replay, framing, settings.streams);
+      await writeReplay(res, replay, framing as ReplayFraming<unknown>, settings.streams);
+    };
+  }
+  if (isStream(operation) && operation.stream === "platform") {
+    return async (req: Request, res: Response) => {
+      const input = inputOf(operation, req, res, settings.agentNamed);
+      const stream = (await handler(input)) as RunEvents<PlatformEvent>;
+      if (outlivesClient(input.body)) {
+        await serveResumable(res, stream, stream.run.storageKey, REPLAY_FRAMINGS.platform, settings.streams, settings.streamLogs);
+      } else {
+        await writeEventStream(res, stream, PLATFORM_SSE, settings.streams);
+      }
     };
   }
   if (isStream(operation)) {
+    // The Platform's streams were served above.
+    const framing = operation.stream as "sse" | "jsonl";
     return async (req: Request, res: Response) => {
       const input = inputOf(operation, req, res, settings.agentNamed);
-      if (operation.stream === "platform") {
-        await writeEventStream(res, (await handler(input)) as RunEvents<PlatformEvent>, PLATFORM_SSE, settings.streams);
-        return;
-      }
       const stream = (await handler(input)) as RunEvents;
       if (isResumable(input.body)) {
-        await serveResumable(res, stream, stream.run.storageKey, operation.stream, settings.streams, settings.streamLogs);
+        await serveResumable(res, stream, stream.run.storageKey, REPLAY_FRAMINGS[framing], settings.streams, settings.streamLogs);
       } else {
-        await writeEventStream(res, stream, FRAMINGS[operation.stream], settings.streams);
+        await writeEventStream(res, stream, FRAMINGS[framing], settings.streams);
       }
     };
   }

@@ -13,6 +13,7 @@ import {
   cancelQuerySchema,
   historyBodySchema,
   historyQuerySchema,
+  joinStreamQuerySchema,
   runCreateSchema,
   runListQuerySchema,
   runSchema,
@@ -324,6 +325,19 @@ export const platformOperations = {
       202: { description: "Asked to stop (wait=0): the run ends as cancelled wherever it runs", schema: noContentSchema },
       204: { description: "Stopped, or had already finished (wait=1)", schema: noContentSchema },
     },
+  },
+  joinRunStream: {
+    method: "get",
+    path: "/threads/:thread_id/runs/:run_id/stream",
+    agentScoped: false,
+    summary: "LangGraph Platform: rejoin a run that records its events (stream_resumable, or on_disconnect continue): replay, then live",
+    tag: TAG,
+    query: joinStreamQuerySchema,
+    errors: [...THREAD_ERRORS, "run_events_not_found", "run_events_unavailable"],
+    stream: "platform",
+    replay: true,
+    streamDescription:
+      "The run's events after `Last-Event-ID` (`-1` or none: from its first), each with its `id:`, then live to the run's end.",
   },
   joinRun: {
     method: "get",

@@ -2,10 +2,11 @@ import type { Response } from "express";
 import type { StreamEvent } from "../contract/messages.ts";
 import type { RunEvents } from "../conversations/agent-run.ts";
 import { EntryQueue } from "../coordination/run-events/entry-queue.ts";
-import type { LogEntry, RunEventWriter, RunReplay } from "../coordination/run-events/event-log.ts";
+import type { LogEntry, RecordedEvent, RunEventWriter, RunReplay } from "../coordination/run-events/event-log.ts";
 import type { StreamLogs } from "../coordination/run-events/stream-logs.ts";
-import { errorCatalogue } from "./api-error.ts";
-import { failureEvents, FRAMINGS, StreamOutput, type StreamSettings } from "./event-stream.ts";
+import type { PlatformEvent } from "../platform/run-chunks.ts";
+import { ApiError } from "./api-error.ts";
+import { failureEvents, FRAMINGS, PLATFORM_SSE, StreamOutput, type Framing, type StreamSettings } from "./event-stream.ts";
 import { scopeOf, type RequestScope } from "./request-scope.ts";
 
 /**
@@ -16,40 +17,67 @@ import { scopeOf, type RequestScope } from "./request-scope.ts";
  */
 
 type Numbered = Extract<LogEntry, { event: unknown }>;
-const encodeSse = (entry: Numbered) => `id: ${entry.seq}\ndata: ${JSON.stringify(entry.event)}\n\n`;
-const encodeJsonl = (entry: Numbered) => `${JSON.stringify({ ...entry.event, seq: entry.seq })}\n`;
 
-/** What a resume gets in place of events its run's record no longer keeps (it passed a size bound). */
-const NOT_KEPT: StreamEvent = {
-  type: "error",
-  error_code: errorCatalogue.run_events_not_found.code,
-  content:
-    "This run's events are no longer kept for resuming: its record passed a size bound (STREAM_RESUME_MAX_RUN_BYTES, " +
-    "STREAM_RESUME_MAX_USER_BYTES or STREAM_RESUME_MAX_BYTES). The run itself goes on; read its messages from the conversation's history once it has ended.",
-};
+/**
+ * How a kind of resumable stream goes on the wire: its framing, each recorded event with its number,
+ * and the error events a replay may end with.
+ */
+export interface ReplayFraming<E> {
+  readonly frames: Framing<E>;
+  numbered(entry: Numbered): string;
+  /** What a resume gets in place of events its run's record no longer keeps (it passed a size bound). */
+  readonly notKept: E;
+  /** What a resume from past the last event of an ended run gets. */
+  pastTheEnd(after: number, last: number): E;
+}
 
-/** What a resume from past the last event of an ended run gets. */
-function pastTheEnd(after: number, last: number): StreamEvent {
+const NOT_KEPT_TEXT =
+  "This run's events are no longer kept for resuming: its record passed a size bound (STREAM_RESUME_MAX_RUN_BYTES, " +
+  "STREAM_RESUME_MAX_USER_BYTES or STREAM_RESUME_MAX_BYTES). The run itself goes on; read its messages from the conversation's history once it has ended.";
+const pastTheEndText = (after: number, last: number) => `Last-Event-ID (or after) ${after} is past the last event of this run (${last}).`;
+
+/** agenthost's own framings: the error events are StreamEvents with the catalogue's codes. */
+function ownReplay(framing: "sse" | "jsonl"): ReplayFraming<StreamEvent> {
+  const frames = FRAMINGS[framing];
   return {
-    type: "error",
-    error_code: errorCatalogue.validation_failed.code,
-    content: `Last-Event-ID (or after) ${after} is past the last event of this run (${last}).`,
+    frames,
+    numbered:
+      framing === "sse"
+        ? (entry) => `id: ${entry.seq}\ndata: ${JSON.stringify(entry.event)}\n\n`
+        : (entry) => `${JSON.stringify({ ...entry.event, seq: entry.seq })}\n`,
+    notKept: frames.errorEvent(new ApiError("run_events_not_found"), NOT_KEPT_TEXT),
+    pastTheEnd: (after, last) => frames.errorEvent(new ApiError("validation_failed"), pastTheEndText(after, last)),
   };
 }
+
+/**
+ * The LangGraph Platform API's resumable streams: each event with its record's number as its `id:`,
+ * which the SDK sends back as Last-Event-ID.
+ */
+const PLATFORM_REPLAY: ReplayFraming<PlatformEvent> = {
+  frames: PLATFORM_SSE,
+  numbered: (entry) => {
+    const { event, data } = entry.event as unknown as PlatformEvent;
+    return `event: ${event}\ndata: ${JSON.stringify(data)}\nid: ${entry.seq}\n\n`;
+  },
+  notKept: PLATFORM_SSE.errorEvent(new ApiError("run_events_not_found"), NOT_KEPT_TEXT),
+  pastTheEnd: (after, last) => PLATFORM_SSE.errorEvent(new ApiError("validation_failed"), pastTheEndText(after, last)),
+};
+
+export const REPLAY_FRAMINGS = { sse: ownReplay("sse"), jsonl: ownReplay("jsonl"), platform: PLATFORM_REPLAY } as const;
 
 /**
  * Take every event of the run into `writer` (a failure as its error events), then its end. The run
  * reports its own end (ok, or its failure), as every run does: counted, timed, its span closed.
  */
-async function record(stream: RunEvents, writer: RunEventWriter, scope: RequestScope, settings: StreamSettings): Promise<void> {
+async function record<E>(stream: RunEvents<E>, writer: RunEventWriter, scope: RequestScope, settings: StreamSettings, frames: Framing<E>): Promise<void> {
   try {
-    for await (const event of stream.events) writer.append(event);
+    for await (const event of stream.events) writer.append(event as RecordedEvent);
     writer.end(true);
   } catch (thrown) {
-    // The error event is the same in both framings: the record keeps events, not frames.
-    const { events, error } = failureEvents(thrown, scope.logger, settings.development, FRAMINGS.sse);
+    const { events, error } = failureEvents(thrown, scope.logger, settings.development, frames);
     scope.errorCode = error.errorCode;
-    for (const event of events) writer.append(event);
+    for (const event of events) writer.append(event as RecordedEvent);
     writer.end(false);
   }
 }
@@ -60,26 +88,25 @@ async function record(stream: RunEvents, writer: RunEventWriter, scope: RequestS
  * ended run's last event gets an error event saying so (at the last event: just the end). Those two
  * error events carry no position. A client that leaves stops only its own reading.
  */
-export async function writeReplay(res: Response, replay: RunReplay, framing: "sse" | "jsonl", settings: StreamSettings): Promise<void> {
-  const frames = FRAMINGS[framing];
+export async function writeReplay<E>(res: Response, replay: RunReplay, framing: ReplayFraming<E>, settings: StreamSettings): Promise<void> {
+  const { frames } = framing;
   res.status(200).set({ "Content-Type": frames.contentType, "Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no" });
   res.flushHeaders();
   const output = new StreamOutput(res, settings.maxUnsentBytes);
   const keepalive = frames.keepalive ? setInterval(() => output.send(frames.keepalive!), settings.keepaliveSeconds * 1000) : undefined;
-  const encode = framing === "sse" ? encodeSse : encodeJsonl;
   try {
     for await (const entry of replay.entries) {
       if ("dropped" in entry) {
-        output.send(frames.encode(NOT_KEPT));
+        output.send(frames.encode(framing.notKept));
         break;
       }
       if ("end" in entry) {
         // The end entry's number follows the last event's; no client ever saw it as an event.
-        if (entry.seq <= replay.after) output.send(frames.encode(pastTheEnd(replay.after, entry.seq - 1)));
+        if (entry.seq <= replay.after) output.send(frames.encode(framing.pastTheEnd(replay.after, entry.seq - 1)));
         else if (entry.clean && frames.done) output.send(frames.done);
         break;
       }
-      if (!output.send(encode(entry))) break;
+      if (!output.send(framing.numbered(entry))) break;
       keepalive?.refresh();
     }
   } finally {
@@ -94,11 +121,11 @@ export async function writeReplay(res: Response, replay: RunReplay, framing: "ss
  * them, numbered as the record numbers them. The run outlives the response (admission keeps its slot
  * and deadline until the recording ends); once the client has left, nothing more is queued for it.
  */
-export async function serveResumable(
+export async function serveResumable<E>(
   res: Response,
-  stream: RunEvents,
+  stream: RunEvents<E>,
   key: string,
-  framing: "sse" | "jsonl",
+  framing: ReplayFraming<E>,
   settings: StreamSettings,
   logs: StreamLogs,
 ): Promise<void> {
@@ -123,6 +150,6 @@ export async function serveResumable(
   };
   const entries = live.reader(leave);
   res.once("close", leave);
-  scope.outlives = record(stream, writer, scope, settings);
+  scope.outlives = record(stream, writer, scope, settings, framing.frames);
   await writeReplay(res, { agent: stream.run.agent.name, after: 0, entries }, framing, settings);
 }

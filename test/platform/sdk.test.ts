@@ -180,6 +180,68 @@ for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
       assert.equal(gate.waiting, 0);
     });
 
+    test("a resumable run is rejoined from its first event (Last-Event-ID -1) and from the middle, with the same ids", async () => {
+      const thread = await client.threads.create();
+      let runId: string | undefined;
+      const parts: Array<StreamPart & { id?: string }> = [];
+      for await (const part of client.runs.stream(thread.thread_id, CHATBOT, {
+        input: { messages: [{ role: "user", content: "keep my events" }] },
+        streamMode: ["values", "messages-tuple"],
+        streamResumable: true,
+        onRunCreated: (meta) => {
+          runId = meta.run_id;
+        },
+      })) {
+        parts.push(part);
+      }
+      assert.ok(runId);
+      const ids = parts.map((part) => part.id);
+      assert.ok(ids.every((id) => id !== undefined && /^\d+$/.test(id)), JSON.stringify(ids));
+      const replayed: Array<StreamPart & { id?: string }> = [];
+      for await (const part of client.runs.joinStream(thread.thread_id, runId!, { lastEventId: "-1" })) replayed.push(part);
+      assert.deepEqual(
+        replayed.map((part) => [part.event, part.id]),
+        parts.map((part) => [part.event, part.id]),
+      );
+      const middle = parts[2]!.id!;
+      const rest: Array<StreamPart & { id?: string }> = [];
+      for await (const part of client.runs.joinStream(thread.thread_id, runId!, { lastEventId: middle })) rest.push(part);
+      assert.deepEqual(
+        rest.map((part) => part.id),
+        ids.slice(3),
+      );
+      // Another user cannot rejoin it.
+      const bob = new Client({ apiUrl: service.url, apiKey: "bob-token" });
+      await assert.rejects(collect(bob.runs.joinStream(thread.thread_id, runId!, { lastEventId: "-1" })), (error: unknown) => {
+        assert.equal((error as { status?: number }).status, 404);
+        return true;
+      });
+    });
+
+    test("a run with on_disconnect continue goes on when its client leaves, and is joined to its end", async () => {
+      const thread = await client.threads.create();
+      const leave = new AbortController();
+      let runId: string | undefined;
+      const reading = collect(
+        client.runs.stream(thread.thread_id, "gated-agent", {
+          input: { messages: [{ role: "user", content: "go on without me" }] },
+          onDisconnect: "continue",
+          signal: leave.signal,
+          onRunCreated: (meta) => {
+            runId = meta.run_id;
+          },
+        }),
+      ).catch(() => "left");
+      while (gate.waiting === 0) await new Promise((resolve) => setImmediate(resolve));
+      leave.abort();
+      assert.equal(await reading, "left");
+      assert.equal((await client.runs.get(thread.thread_id, runId!)).status, "running");
+      gate.open();
+      const values = await client.runs.join(thread.thread_id, runId!);
+      assert.equal(messagesOf(values).at(-1)!.content, "through the gate");
+      assert.equal((await client.runs.get(thread.thread_id, runId!)).status, "success");
+    });
+
     test("stateless runs.wait runs on a thread of its own, deleted after", async () => {
       const before = await client.threads.count();
       const values = await client.runs.wait(null, CHATBOT, { input: { messages: [{ role: "user", content: "stateless" }] } });

@@ -1,4 +1,9 @@
-import type { StreamEvent } from "../../contract/messages.ts";
+/**
+ * One event of a resumable stream as recorded: a JSON object, in whichever framing's shape the
+ * stream that recorded it uses (agenthost's RecordedEvent, or a LangGraph Platform event). The
+ * stream that reads it back is of the same kind: a record is read only through its run's own routes.
+ */
+export type RecordedEvent = Readonly<Record<string, unknown>>;
 
 /**
  * The recorded events of a resumable stream (`stream_resumable: true`): each event of the run in
@@ -6,7 +11,7 @@ import type { StreamEvent } from "../../contract/messages.ts";
  * asks for the entries after the last number it saw and follows the run live to its end.
  */
 export type LogEntry =
-  | { readonly seq: number; readonly event: StreamEvent }
+  | { readonly seq: number; readonly event: RecordedEvent }
   /** The run ended: `clean` after a clean end (SSE then sends `[DONE]`), false after an error event. */
   | { readonly seq: number; readonly end: true; readonly clean: boolean }
   /**
@@ -25,7 +30,7 @@ export function isLast(entry: LogEntry): boolean {
 
 /** Records one run's events. Appends are ordered; `end` is called once, last. */
 export interface RunEventWriter {
-  append(event: StreamEvent): void;
+  append(event: RecordedEvent): void;
   end(clean: boolean): void;
 }
 

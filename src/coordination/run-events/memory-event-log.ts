@@ -1,5 +1,4 @@
-import type { StreamEvent } from "../../contract/messages.ts";
-import { DROPPED, type EventLog, type LogEntry, type LogReader, type RunEventWriter } from "./event-log.ts";
+import { DROPPED, type EventLog, type LogEntry, type LogReader, type RunEventWriter, type RecordedEvent } from "./event-log.ts";
 import { entryBytes, RecordBudget, type BudgetedRecord, type RecordBounds } from "./record-budget.ts";
 
 export interface MemoryEventLogOptions extends RecordBounds {
@@ -62,7 +61,7 @@ export class MemoryEventLog implements EventLog {
       for (const wake of wakers) wake();
     };
     return {
-      append: (event: StreamEvent) => {
+      append: (event: RecordedEvent) => {
         if (recording.ended) return;
         const seq = ++recording.made;
         // Sized before it is kept: a dropped record keeps nothing, however large the event.

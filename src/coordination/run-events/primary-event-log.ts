@@ -1,7 +1,6 @@
 import type { Channel, ToPrimary, ToWorker } from "../protocol.ts";
-import type { StreamEvent } from "../../contract/messages.ts";
 import { EntryQueue } from "./entry-queue.ts";
-import type { EventLog, LogReader, RunEventWriter } from "./event-log.ts";
+import type { EventLog, LogReader, RunEventWriter, RecordedEvent } from "./event-log.ts";
 import { entryBytes } from "./record-budget.ts";
 
 /** How long a read waits for the primary to say whether it knows the run. */
@@ -60,7 +59,7 @@ export class PrimaryEventLog implements EventLog {
     this.send({ ah: "events.open", runId, key, user });
     let bytes = 0;
     return {
-      append: (event: StreamEvent) => {
+      append: (event: RecordedEvent) => {
         // The event that passes the bound still goes: the primary drops the record when it counts it.
         if (bytes > this.maxRunBytes) return;
         bytes += entryBytes(JSON.stringify(event).length);

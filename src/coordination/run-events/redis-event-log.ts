@@ -1,8 +1,7 @@
 import type { Redis } from "ioredis";
 import { throttledReport } from "../locks/redis-connection.ts";
-import type { StreamEvent } from "../../contract/messages.ts";
 import { openLink, type RedisLink, type RedisSource } from "../redis-link.ts";
-import { DROPPED, isLast, type EventLog, type LogEntry, type LogReader, type RunEventWriter } from "./event-log.ts";
+import { DROPPED, isLast, type EventLog, type LogEntry, type LogReader, type RunEventWriter, type RecordedEvent } from "./event-log.ts";
 import { entryBytes, RecordBudget, type RecordBounds } from "./record-budget.ts";
 
 /** How long one blocking read waits before looking whether the run ended or its events expired. */
@@ -102,7 +101,7 @@ export class RedisEventLog implements EventLog {
       this.client.multi().xadd(events, `0-${entry.seq}`, "e", json).pexpire(events, expireMs).exec().catch(failed);
     };
     return {
-      append: (event: StreamEvent) => {
+      append: (event: RecordedEvent) => {
         seq++;
         if (!ended && !budget.gone) add({ seq, event }, maxAgeMs);
       },

@@ -1,5 +1,4 @@
-import type { StreamEvent } from "../../contract/messages.ts";
-import type { EventLog, LogReader, RunEventWriter } from "./event-log.ts";
+import type { EventLog, LogReader, RunEventWriter, RecordedEvent } from "./event-log.ts";
 
 /**
  * The resumable runs' events as this process keeps them: in its own memory (one process), in the
@@ -30,7 +29,7 @@ export class StreamLogs {
       }
     };
     return {
-      append: (event: StreamEvent) => write((w) => w.append(event)),
+      append: (event: RecordedEvent) => write((w) => w.append(event)),
       end: (clean: boolean) => write((w) => w.end(clean)),
     };
   }

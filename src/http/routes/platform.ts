@@ -54,15 +54,18 @@ export function platformHandlers(services: RouteServices): Pick<
   | "deleteRun"
   | "cancelRun"
   | "joinRun"
+  | "joinRunStream"
 > {
   const { assistants, threads, runs, records } = services.platform;
 
-  const named = (asked: Asked, handle: PlatformRunHandle): AgentRun => {
+  const named = (asked: Asked, handle: PlatformRunHandle, rejoinable = false): AgentRun => {
     const { run } = handle;
     asked.announceRun(run.id);
     asked.scope.agentRun = run;
     const location = handle.stateless ? `/runs/${run.id}` : `/threads/${handle.threadId}/runs/${run.id}`;
     asked.setHeader("Content-Location", location);
+    // Where the SDK reconnects a dropped stream (with Last-Event-ID): only a run that records its events.
+    if (rejoinable && !handle.stateless) asked.setHeader("Location", `${location}/stream`);
     return run;
   };
 
@@ -100,7 +103,7 @@ export function platformHandlers(services: RouteServices): Pick<
 
   const streamed = async (asked: RunAsked, threadId: string | undefined) => {
     const handle = await made(asked, threadId);
-    named(asked, handle);
+    named(asked, handle, asked.body.stream_resumable === true || asked.body.on_disconnect === "continue");
     const events = await handle.events();
     if (!handle.stateless || asked.body.on_completion === "keep") return events;
     // A stateless run's thread is deleted once its events have ended, whichever way.
@@ -238,6 +241,22 @@ export function platformHandlers(services: RouteServices): Pick<
         if (wait) await runs.settled(thread.userId, thread.threadId, run.runId, asked.run.signal);
       }
       return wait ? { status: 204, body: null } : { status: 202, body: null };
+    },
+    joinRunStream: async (asked) => {
+      const caller = callerOf(asked);
+      const thread = await threads.record(caller, asked.params.thread_id!);
+      const conversation = threads.conversationOf(caller, thread);
+      if (!conversation) throw new ServiceError("run_events_not_found");
+      // `-1` (useStream's rejoin after a reload) and no header both replay from the first event.
+      const last = asked.header("last-event-id")?.trim();
+      const lastEventId = last === undefined || last === "" || last === "-1" ? undefined : last;
+      return services.runControl.replay(
+        caller.principal,
+        conversation.agent,
+        asked.params.run_id!,
+        { thread_id: thread.threadId, user_id: caller.namedUser, lastEventId },
+        asked.run.signal,
+      );
     },
     joinRun: async (asked) => ({ status: 200, body: await joined(asked, asked.params.thread_id!, asked.params.run_id!) }),
   };
