@@ -284,6 +284,24 @@ for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
       });
     });
 
+    test("Platform runs are counted like any run, under their routes' OpenAPI labels", async () => {
+      const count = async (name: string, labels: Record<string, string>) => {
+        const json = await service.runtime.metrics.registry.getMetricsAsJSON();
+        const found = json
+          .flatMap((metric) => (metric.values as Array<{ labels: Record<string, string | number>; value: number; metricName?: string }>).map((v) => ({ ...v, name: v.metricName ?? metric.name })))
+          .find((v) => v.name === name && Object.entries(labels).every(([key, want]) => String(v.labels[key]) === want));
+        return found?.value ?? 0;
+      };
+      const runsBefore = await count("agenthost_runs_total", { agent: CHATBOT, outcome: "ok" });
+      const thread = await client.threads.create();
+      await collect(client.runs.stream(thread.thread_id, CHATBOT, { input: { messages: [{ role: "user", content: "count me" }] } }));
+      await client.runs.wait(thread.thread_id, CHATBOT, { input: { messages: [{ role: "user", content: "and me" }] } });
+      assert.equal(await count("agenthost_runs_total", { agent: CHATBOT, outcome: "ok" }), runsBefore + 2);
+      assert.ok((await count("agenthost_http_requests_total", { route: "/threads/{thread_id}/runs/stream", method: "POST", status: "200" })) >= 1);
+      assert.ok((await count("agenthost_http_requests_total", { route: "/threads/{thread_id}/runs/wait", method: "POST", status: "200" })) >= 1);
+
+    });
+
     test("hostile input: malformed messages and unknown options are clear 4xx answers", async () => {
       const thread = await client.threads.create();
       const bad = await call(service, "POST", `/threads/${thread.thread_id}/runs/wait`, { assistant_id: CHATBOT, input: { messages: [{ type: "robot", content: "x" }] } });
