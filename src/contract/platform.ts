@@ -128,6 +128,10 @@ export const threadStateSchema = z
 
 export const stateQuerySchema = z.object({ subgraphs: z.enum(["true", "false"]).optional() });
 
+export const stateAtCheckpointSchema = z
+  .object({ checkpoint: checkpointSchema, subgraphs: z.boolean().nullish() })
+  .register(namedSchemas, { id: "PlatformStateAtCheckpoint" });
+
 export const stateUpdateSchema = z
   .object({
     values: z.unknown(),

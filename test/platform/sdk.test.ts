@@ -57,6 +57,7 @@ for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
       assert.deepEqual(await client.assistants.get(found[0]!.assistant_id), again);
       const all = await client.assistants.search({ limit: 100 });
       assert.ok(all.some((assistant) => assistant.graph_id === "gated-agent"));
+      assert.deepEqual(await client.assistants.getSubgraphs(CHATBOT), {});
       const graph = await client.assistants.getGraph(CHATBOT);
       assert.ok(Array.isArray((graph as { nodes?: unknown }).nodes));
     });
@@ -135,6 +136,11 @@ for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
         input: { messages: [{ role: "user", content: "second, edited" }] },
         checkpointId: afterFirst.checkpoint.checkpoint_id!,
       });
+      // The state at that checkpoint, named by its id or by the checkpoint object.
+      const byId = await client.threads.getState(thread.thread_id, afterFirst.checkpoint.checkpoint_id!);
+      const byObject = await client.threads.getState(thread.thread_id, afterFirst.checkpoint);
+      assert.equal(messagesOf(byId.values).length, 2);
+      assert.deepEqual(byObject.checkpoint, byId.checkpoint);
       const contents = messagesOf(forked).map((message) => message.content);
       assert.equal(contents.length, 4);
       assert.equal(contents[0], "first");

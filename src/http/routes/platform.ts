@@ -32,6 +32,8 @@ export function platformHandlers(services: RouteServices): Pick<
   | "getAssistant"
   | "assistantSchemas"
   | "assistantGraph"
+  | "assistantSubgraphs"
+  | "threadStateAtCheckpoint"
   | "createThread"
   | "searchThreads"
   | "countThreads"
@@ -161,6 +163,14 @@ export function platformHandlers(services: RouteServices): Pick<
       const drawn = await agent.graph.getGraphAsync();
       return { status: 200, body: drawn.toJSON() as unknown as Record<string, unknown> };
     },
+    assistantSubgraphs: (asked) => {
+      assistants.agentOf(asked.params.assistant_id!);
+      return { status: 200, body: {} };
+    },
+    threadStateAtCheckpoint: async (asked) => ({
+      status: 200,
+      body: await threads.state(callerOf(asked), asked.params.thread_id!, asked.body.checkpoint.checkpoint_id ?? undefined, asked.body.subgraphs === true),
+    }),
     createThread: async (asked) => ({ status: 200, body: await threads.create(callerOf(asked), asked.body ?? {}) }),
     searchThreads: async (asked) => ({ status: 200, body: await threads.search(callerOf(asked), asked.body ?? { limit: 10, offset: 0 }) }),
     countThreads: async (asked) => ({ status: 200, body: await threads.count(callerOf(asked), asked.body ?? {}) }),
