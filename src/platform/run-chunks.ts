@@ -54,8 +54,9 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
   const asked = new Set(modes.map((mode) => GRAPH_MODE[mode]).filter((mode): mode is GraphStreamMode => mode !== undefined));
   const graphModes = [...new Set<GraphStreamMode>([...asked, "values", "updates"])];
   return {
-    // Every event is held back until the next: the run's last reaches the client after the lock is free.
-    mayBeFinal: () => true,
+    // Nothing is held back: a Platform client acts when the stream ends (or on /runs/wait's answer),
+    // and both come after the lock is free; each event goes out as the graph makes it.
+    mayBeFinal: () => false,
     async *execute(run: PreparedRun, signal: AbortSignal) {
       let id = 0;
       yield { event: "metadata", data: { run_id: run.runId, thread_id: run.threadId, attempt }, id: id++ };

@@ -248,6 +248,22 @@ for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
       assert.equal((await client.runs.get(thread.thread_id, runId!)).status, "success");
     });
 
+    test("each event goes out as the graph makes it: the input's values arrive while the node still works", async () => {
+      const thread = await client.threads.create();
+      const stream = client.runs.stream(thread.thread_id, "gated-agent", { input: { messages: [{ role: "user", content: "show me now" }] } });
+      const iterator = stream[Symbol.asyncIterator]();
+      assert.equal((await iterator.next()).value?.event, "metadata");
+      const values = (await iterator.next()).value as StreamPart;
+      assert.equal(values.event, "values");
+      assert.equal(messagesOf(values.data).at(-1)?.content, "show me now");
+      // The node has not finished: it is at the gate (or on its way there), and only the test lets it through.
+      while (gate.waiting === 0) await new Promise((resolve) => setImmediate(resolve));
+      gate.open();
+      const rest: StreamPart[] = [];
+      for (let next = await iterator.next(); !next.done; next = await iterator.next()) rest.push(next.value as StreamPart);
+      assert.equal(messagesOf(rest.at(-1)!.data).at(-1)?.content, "through the gate");
+    });
+
     test("stateless runs.wait runs on a thread of its own, deleted after", async () => {
       const before = await client.threads.count();
       const values = await client.runs.wait(null, CHATBOT, { input: { messages: [{ role: "user", content: "stateless" }] } });
