@@ -123,7 +123,6 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       locks,
       checkpoints,
       conversations,
-      startedAt: new Date(),
       registry,
       models,
       mcp,

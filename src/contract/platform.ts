@@ -12,7 +12,7 @@ const jsonObject = z.record(z.string(), z.unknown());
 const optionalObject = jsonObject.nullish();
 
 /** Stream modes as the SDK names them. */
-export const STREAM_MODES = ["values", "updates", "messages-tuple", "messages", "custom", "events", "debug", "tasks", "checkpoints"] as const;
+export const STREAM_MODES = ["values", "updates", "messages-tuple", "messages", "custom", "events", "debug", "tasks", "checkpoints", "tools", "lifecycle"] as const;
 export type StreamMode = (typeof STREAM_MODES)[number];
 
 const streamModeSchema = z.enum(STREAM_MODES);

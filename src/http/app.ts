@@ -57,7 +57,7 @@ function routeServices(runtime: Runtime): RouteServices {
   // A run's outcome is the error code its failure is answered with.
   const reporting = { metrics: runtime.metrics, tracing: runtime.tracing, outcomeOf: (error: unknown) => toApiError(error).errorCode ?? "error" };
   const records = runtime.checkpoints.platform;
-  const assistants = new Assistants(runtime.registry, runtime.startedAt);
+  const assistants = new Assistants(runtime.registry);
   const platformThreads = new PlatformThreads({ records, conversations, store, assistants, registry: runtime.registry });
   return {
     runtime,

@@ -32,8 +32,6 @@ export interface Runtime {
   readonly locks: ConversationLock;
   /** Readiness asks whether the database answers and has a free connection. */
   readonly checkpoints: Pick<CheckpointBackend, "ping" | "saturated" | "threads" | "idempotency" | "platform">;
-  /** When this worker started (the LangGraph Platform API's assistants were created then). */
-  readonly startedAt: Date;
   /** The conversations as the service reads and writes them outside a graph (a run's head, history). */
   readonly conversations: ConversationStore;
   readonly registry: AgentRegistry;

@@ -5,6 +5,7 @@ import type { RunEvents } from "../conversations/agent-run.ts";
 import type { RunReplay } from "../coordination/run-events/event-log.ts";
 import type { StreamLogs } from "../coordination/run-events/stream-logs.ts";
 import { ApiError } from "./api-error.ts";
+import { outlivesClient } from "./platform-streams.ts";
 import { REPLAY_FRAMINGS, serveResumable, writeReplay, type ReplayFraming } from "./resumable-stream.ts";
 import { documentedPath, expressPath, isStream, pathParameters, type HandlerOf, type JsonOperation, type Operation, type OperationInput } from "./operation.ts";
 import { bodyWithQuery, parseBody, parseQuery } from "./parse-input.ts";
@@ -26,15 +27,6 @@ export interface MountSettings {
 /** A request that asked for a resumable stream (`stream_resumable: true`). */
 function isResumable(body: unknown): boolean {
   return (body as { stream_resumable?: unknown } | undefined)?.stream_resumable === true;
-}
-
-/**
- * A LangGraph Platform run that goes on when its client leaves: a resumable one, or one asked to
- * continue on disconnect (`on_disconnect: "continue"`). Its events are recorded either way, so the
- * client can rejoin it (GET /threads/{thread_id}/runs/{run_id}/stream).
- */
-function outlivesClient(body: unknown): boolean {
-  return isResumable(body) || (body as { on_disconnect?: unknown } | undefined)?.on_disconnect === "continue";
 }
 
 /** Each operation's own path parameters, worked out once. */

@@ -12,7 +12,7 @@ import { ServiceError } from "../errors/service-error.ts";
  */
 
 /** The namespace of LangGraph's default assistant ids. */
-const ASSISTANT_NAMESPACE = "6ba7b821-9dad-11d1-80b4-00c04fd430cd";
+const ASSISTANT_NAMESPACE = "6ba7b821-9dad-11d1-80b4-00c04fd430c8";
 
 export interface Assistant {
   readonly assistant_id: string;
@@ -45,12 +45,9 @@ export class Assistants {
   private readonly byId = new Map<string, { agent: RegisteredAgent; assistant: Assistant }>();
   private readonly ordered: Assistant[] = [];
 
-  constructor(
-    private readonly registry: AgentRegistry,
-    /** When the service started: the assistants' creation time (they are the deployment's). */
-    startedAt: Date,
-  ) {
-    const at = startedAt.toISOString();
+  constructor(private readonly registry: AgentRegistry) {
+    // The assistants are the deployment's code, not stored records: the same on every worker, so one fixed time.
+    const at = new Date(0).toISOString();
     for (const agent of registry.agents.values()) {
       const assistant: Assistant = {
         assistant_id: assistantIdOf(agent.name),

@@ -142,7 +142,7 @@ export class PlatformRuns {
         thread = await threads.record(caller, threadId);
       } catch (error) {
         if (!(error instanceof ServiceError && error.kind === "thread_not_found" && body.if_not_exists === "create")) throw error;
-        thread = await threads.createRecord(caller, { thread_id: threadId, graph_id: agent.name, metadata: {}, if_exists: "do_nothing" });
+        thread = await threads.createRecord(caller, { thread_id: threadId, graph_id: agent.name, metadata: body.metadata ?? {}, if_exists: "do_nothing" });
       }
     }
     thread = await threads.bind(thread, agent);

@@ -61,6 +61,7 @@ export class PlatformThreads {
 
   /** Create the thread's record (or, with if_exists "do_nothing", find the existing one). */
   async createRecord(caller: PlatformCaller, body: ThreadCreateRequest): Promise<PlatformThread> {
+    if (body.supersteps?.length) throw new ServiceError("not_supported", { detail: "Creating a thread with supersteps is not supported yet; run it, or update its state." });
     const userId = this.userOf(caller);
     const agent = body.graph_id ? this.deps.assistants.agentOf(body.graph_id) : undefined;
     const threadId = body.thread_id ?? randomUUID();

@@ -10,7 +10,7 @@ import { messageDict, wireValue } from "./wire-values.ts";
 export interface PlatformEvent {
   readonly event: string;
   readonly data: unknown;
-  /** The event's place in its run (0: metadata), for `Last-Event-ID`; none on an error event. */
+  /** The event's place in its run (1: metadata), for `Last-Event-ID`; none on an error event. */
   readonly id?: number;
 }
 
@@ -31,6 +31,7 @@ const GRAPH_MODE: Readonly<Partial<Record<StreamMode, GraphStreamMode>>> = {
   debug: "debug",
   tasks: "tasks",
   checkpoints: "checkpoints",
+  tools: "tools",
 };
 
 /** The SSE event name of each graph mode's chunks, as the SDK reads them. */
@@ -42,7 +43,7 @@ export function servedMode(mode: StreamMode): boolean {
 }
 
 /**
- * The run's graph as Platform events, numbered from 0: `metadata` first (the run's id, its thread's
+ * The run's graph as Platform events, numbered from 1: `metadata` first (the run's id, its thread's
  * and the attempt), then each chunk of the modes asked for, named as the SDK expects (`values`,
  * `updates`, `messages` for messages-tuple, with `|<namespace>` for a subgraph's). `updates` and
  * `values` are always taken from the graph, so the run's end state and its interrupts are known
@@ -58,7 +59,8 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
     // and both come after the lock is free; each event goes out as the graph makes it.
     mayBeFinal: () => false,
     async *execute(run: PreparedRun, signal: AbortSignal) {
-      let id = 0;
+      // Numbered from 1, as a recorded run's events are (its record's sequence), so ids mean the same either way.
+      let id = 1;
       yield { event: "metadata", data: { run_id: run.runId, thread_id: run.threadId, attempt }, id: id++ };
       await startTogether();
       const stream = await run.agent.graph.stream(run.input, { ...run.graphConfig, signal, streamMode: graphModes, subgraphs });

@@ -52,6 +52,8 @@ for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
       const found = await client.assistants.search({ graphId: CHATBOT });
       assert.equal(found.length, 1);
       assert.equal(found[0]!.graph_id, CHATBOT);
+      // LangGraph's server gives a graph of this name the same id (uuid5 in its namespace).
+      assert.equal(found[0]!.assistant_id, "b417c38e-7e91-5a25-950f-e4fe1e8d5c8f");
       const again = await client.assistants.get(CHATBOT);
       assert.equal(again.assistant_id, found[0]!.assistant_id);
       assert.deepEqual(await client.assistants.get(found[0]!.assistant_id), again);
@@ -332,6 +334,8 @@ for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
       const enqueue = await call(service, "POST", `/threads/${thread.thread_id}/runs/wait`, { assistant_id: CHATBOT, multitask_strategy: "enqueue", input: null });
       assert.equal(enqueue.status, 422);
       assert.equal(((await enqueue.json()) as { error_code?: string }).error_code, "not_supported");
+      const supersteps = await call(service, "POST", "/threads", { supersteps: [{ updates: [{ values: {}, as_node: "x" }] }] });
+      assert.equal(supersteps.status, 422);
       const unknown = await call(service, "POST", `/threads/${thread.thread_id}/runs/wait`, { assistant_id: "no-such-agent", input: null });
       assert.equal(unknown.status, 404);
       // Nothing was stored by the refused runs.

@@ -5,6 +5,7 @@ import { wireRun, type PlatformRunHandle } from "../../platform/platform-runs.ts
 import type { PlatformCaller } from "../../platform/platform-threads.ts";
 import type { RunCreateRequest } from "../../contract/platform.ts";
 import { failureEvents, PLATFORM_SSE } from "../event-stream.ts";
+import { outlivesClient } from "../platform-streams.ts";
 import type { Operation, OperationInput } from "../operation.ts";
 import type { Handlers, RouteServices } from "./services.ts";
 
@@ -105,7 +106,7 @@ export function platformHandlers(services: RouteServices): Pick<
 
   const streamed = async (asked: RunAsked, threadId: string | undefined) => {
     const handle = await made(asked, threadId);
-    named(asked, handle, asked.body.stream_resumable === true || asked.body.on_disconnect === "continue");
+    named(asked, handle, outlivesClient(asked.body));
     const events = await handle.events();
     if (!handle.stateless || asked.body.on_completion === "keep") return events;
     // A stateless run's thread is deleted once its events have ended, whichever way.
@@ -120,8 +121,8 @@ export function platformHandlers(services: RouteServices): Pick<
     return Object.assign(Object.create(Object.getPrototypeOf(events) as object) as typeof events, events, { events: drained });
   };
 
-  const forget = async (asked: Asked, handle: PlatformRunHandle) => {
-    await threads.delete(callerOf(asked), handle.threadId, new AbortController()).catch((error: unknown) => {
+  const forget = async (asked: RunAsked, handle: PlatformRunHandle) => {
+    await threads.delete(callerOf(asked, asked.body.config?.configurable), handle.threadId, new AbortController()).catch((error: unknown) => {
       asked.logger.warn({ err_type: (error as Error).name, thread_id: handle.threadId }, "stateless run's thread not deleted");
     });
   };
@@ -260,6 +261,15 @@ export function platformHandlers(services: RouteServices): Pick<
       // `-1` (useStream's rejoin after a reload) and no header both replay from the first event.
       const last = asked.header("last-event-id")?.trim();
       const lastEventId = last === undefined || last === "" || last === "-1" ? undefined : last;
+      if (asked.query.cancel_on_disconnect === "1" || asked.query.cancel_on_disconnect === "true") {
+        // The client leaving this reading stops the run (not the end of the reading, nor its deadline).
+        const { signal } = asked.run;
+        signal.addEventListener("abort", () => {
+          if ((signal.reason as { reason?: unknown } | undefined)?.reason === "client_disconnected") {
+            services.runControl.cancelKey(conversation.storageKey).catch(() => undefined);
+          }
+        }, { once: true });
+      }
       return services.runControl.replay(
         caller.principal,
         conversation.agent,
