@@ -1,4 +1,4 @@
-import { isBaseMessage } from "@langchain/core/messages";
+import { AIMessageChunk, isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import type { StreamMode as GraphStreamMode } from "@langchain/langgraph";
 import { startTogether } from "../admission/start-together.ts";
 import type { StreamMode } from "../contract/platform.ts";
@@ -27,6 +27,7 @@ const GRAPH_MODE: Readonly<Partial<Record<StreamMode, GraphStreamMode>>> = {
   values: "values",
   updates: "updates",
   "messages-tuple": "messages",
+  messages: "messages",
   custom: "custom",
   debug: "debug",
   tasks: "tasks",
@@ -45,7 +46,8 @@ export function servedMode(mode: StreamMode): boolean {
 /**
  * The run's graph as Platform events, numbered from 1: `metadata` first (the run's id, its thread's
  * and the attempt), then each chunk of the modes asked for, named as the SDK expects (`values`,
- * `updates`, `messages` for messages-tuple, with `|<namespace>` for a subgraph's). `updates` and
+ * `updates`, `messages` for messages-tuple, `messages/metadata`, `messages/partial` and
+ * `messages/complete` for the older messages mode, with `|<namespace>` for a subgraph's). `updates` and
  * `values` are always taken from the graph, so the run's end state and its interrupts are known
  * whether or not they were asked for; a run that pauses ends with a `values` event holding only
  * `__interrupt__`, as the SDK's hook reads it. Storage keys never reach the wire: a chunk's
@@ -54,6 +56,8 @@ export function servedMode(mode: StreamMode): boolean {
 export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean, outcome: RunOutcome, attempt = 1): RunExecutor<PlatformEvent> {
   const asked = new Set(modes.map((mode) => GRAPH_MODE[mode]).filter((mode): mode is GraphStreamMode => mode !== undefined));
   const graphModes = [...new Set<GraphStreamMode>([...asked, "values", "updates"])];
+  const tuples = modes.includes("messages-tuple");
+  const legacy = modes.includes("messages") ? new LegacyMessages() : undefined;
   return {
     // Nothing is held back: a Platform client acts when the stream ends (or on /runs/wait's answer),
     // and both come after the lock is free; each event goes out as the graph makes it.
@@ -77,8 +81,11 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
             outcome.values = wireValue(payload) as Record<string, unknown>;
           }
         }
-        if (!asked.has(mode)) continue;
-        const name = (EVENT_NAME[mode] ?? mode) + (root ? "" : `|${namespace.join("|")}`);
+        const suffix = root ? "" : `|${namespace.join("|")}`;
+        if (legacy && mode === "messages") for (const [event, data] of legacy.chunk(payload, run)) yield { event: event + suffix, data, id: id++ };
+        if (legacy && mode === "updates") for (const [event, data] of legacy.complete(payload)) yield { event: event + suffix, data, id: id++ };
+        if (!asked.has(mode) || (mode === "messages" && !tuples)) continue;
+        const name = (EVENT_NAME[mode] ?? mode) + suffix;
         yield { event: name, data: mode === "messages" ? messageTuple(payload, run) : wireValue(payload), id: id++ };
       }
       if (outcome.interrupts.length && asked.has("values")) yield { event: "values", data: { __interrupt__: outcome.interrupts }, id };
@@ -95,4 +102,35 @@ function messageTuple(payload: unknown, run: PreparedRun): [unknown, Record<stri
     meta[key] = value === run.storageKey ? run.threadId : value;
   }
   return [isBaseMessage(message) ? messageDict(message) : wireValue(message), meta];
+}
+
+/**
+ * The older `messages` stream mode, from the graph's message chunks and its nodes' updates: for each
+ * message, `messages/metadata` once (`{<id>: {metadata}}`), then `messages/partial` with the message
+ * as accumulated so far; `messages/complete` with each whole message a node returns.
+ */
+class LegacyMessages {
+  private readonly partial = new Map<string, BaseMessage>();
+
+  *chunk(payload: unknown, run: PreparedRun): Generator<[string, unknown]> {
+    const [message, metadata] = messageTuple(payload, run);
+    const [raw] = payload as [unknown];
+    if (!isBaseMessage(raw)) return;
+    const key = raw.id ?? (message as { id?: string | null }).id ?? "";
+    const before = this.partial.get(key);
+    if (!before) yield ["messages/metadata", { [key]: { metadata } }];
+    const now = before instanceof AIMessageChunk && raw instanceof AIMessageChunk ? before.concat(raw) : raw;
+    this.partial.set(key, now);
+    yield ["messages/partial", [messageDict(now)]];
+  }
+
+  *complete(update: unknown): Generator<[string, unknown]> {
+    if (typeof update !== "object" || update === null) return;
+    for (const [node, value] of Object.entries(update)) {
+      if (node.startsWith("__")) continue;
+      const messages = (value as { messages?: unknown } | null | undefined)?.messages;
+      const list = (Array.isArray(messages) ? messages : [messages]).filter(isBaseMessage);
+      if (list.length) yield ["messages/complete", list.map(messageDict)];
+    }
+  }
 }

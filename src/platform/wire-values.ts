@@ -15,10 +15,13 @@ import { ServiceError } from "../errors/service-error.ts";
  * Agent Chat UI send them) become LangChain messages before they reach a graph.
  */
 
-/** A message as the SDK reads it. A streamed AI chunk is typed `AIMessageChunk`, a whole one `ai`. */
+/**
+ * A message as the SDK reads it, typed by its kind (`ai` for a streamed chunk too, as LangGraph's
+ * JS server writes it; the SDK also reads `AIMessageChunk`). A chunk carries its tool call chunks.
+ */
 export function messageDict(message: BaseMessage): Record<string, unknown> {
   const dict: Record<string, unknown> = {
-    type: message instanceof AIMessageChunk ? "AIMessageChunk" : message.getType(),
+    type: message.getType(),
     content: message.content,
     id: message.id ?? null,
     name: message.name ?? null,

@@ -101,6 +101,20 @@ for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
       assert.equal(got.metadata?.graph_id, CHATBOT);
     });
 
+    test("the older messages mode: metadata once per message, the message as accumulated so far, then each whole message", async () => {
+      const thread = await client.threads.create();
+      const parts = await collect(client.runs.stream(thread.thread_id, CHATBOT, { input: { messages: [{ role: "user", content: "old style" }] }, streamMode: ["messages"] }));
+      const names = new Set(parts.map((part) => part.event));
+      assert.ok(!names.has("messages"), "no tuples unless messages-tuple is asked for");
+      const partials = parts.filter((part) => part.event === "messages/partial").map((part) => (part.data as Message[])[0]!);
+      assert.ok(partials.length > 1);
+      assert.equal(parts.filter((part) => part.event === "messages/metadata").length, 1);
+      const complete = parts.filter((part) => part.event === "messages/complete").flatMap((part) => part.data as Message[]);
+      const answer = complete.find((message) => message.type === "ai")!;
+      assert.equal(partials.at(-1)!.content, answer.content, "the last partial is the whole answer");
+      assert.ok(String(partials[0]!.content).length < String(answer.content).length);
+    });
+
     test("a conversation started with agenthost's own API is read with threads.getState", async () => {
       const own = await call(service, "POST", `/${CHATBOT}/invoke`, { thread_id: "own-api-thread", input: { message: "from the own API" } });
       assert.equal(own.status, 200);
