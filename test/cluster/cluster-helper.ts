@@ -150,8 +150,15 @@ export async function startCluster(env: Record<string, string> = {}, options: Cl
     },
   };
   const want = options.waitWorkers ?? Number(fullEnv.WEB_CONCURRENCY);
-  for (let i = 1; i <= want; i++) {
-    await waitForLog(() => logs.filter((l) => l.msg === "listening").length >= i, 60_000);
+  try {
+    for (let i = 1; i <= want; i++) {
+      await waitForLog(() => logs.filter((l) => l.msg === "listening").length >= i, 60_000);
+    }
+  } catch (error) {
+    // A start that failed leaves nothing running: a primary left behind (its workers with it) kept
+    // the test file from exiting until the runner's timeout.
+    await cluster.stop("SIGKILL");
+    throw error;
   }
   return cluster;
 }

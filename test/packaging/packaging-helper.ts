@@ -36,9 +36,13 @@ export function copyOfCheckout(paths: readonly string[]): string {
   return copy;
 }
 
-/** Run a command to completion; its stdout, or an error with its output when it fails. */
+/**
+ * Run a command to completion; its stdout, or an error with its output when it fails. The timeout
+ * catches a hang within the runner's 300 s per file: a build of src/ took more than 110 s on a 2-core
+ * machine busy with the rest of the suite.
+ */
 export function run(command: string, args: readonly string[], options: SpawnSyncOptions = {}): string {
-  const result = spawnSync(command, args, { encoding: "utf8", timeout: 110_000, ...options });
+  const result = spawnSync(command, args, { encoding: "utf8", timeout: 240_000, ...options });
   if (result.status !== 0) {
     throw new Error(`${command} ${args.join(" ")} exited ${result.status}${result.signal ? ` (${result.signal})` : ""}:\n${String(result.stdout)}\n${String(result.stderr)}`);
   }
