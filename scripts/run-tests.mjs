@@ -12,6 +12,10 @@
 // --experimental-test-coverage) is measured on the unit tests and printed after them, in `--unit`
 // runs and in a whole run; `--coverage` measures any run, `--no-coverage` none. The per-line detail
 // goes to test/artifacts/coverage/lcov.info.
+//
+// TEST_CONCURRENCY (default 3) test files run at once, and a whole run's unit part and the slowest
+// files that sort last (SIDE) run one after the other on one more lane beside them (see the parts
+// below); each part's output is printed whole, the unit part's first.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -25,6 +29,14 @@ import { createInterface } from "node:readline";
  */
 const UNIT = ["test/unit/", "test/client/", "test/ui/chat-server.test.ts", "test/ui/config.test.ts"];
 const LCOV = join("test", "artifacts", "coverage", "lcov.info");
+
+/**
+ * Test files that take long and sort last (Node starts the files it is given in alphabetical order):
+ * in a whole run they ran on after the others had finished, server-package (it builds, packs and
+ * installs from the registry: about a minute of CPU) for a minute alone at the end. They start at
+ * once instead, on the lane beside the rest, before the unit part.
+ */
+const SIDE = ["test/packaging/", "test/ui/chat-page.test.ts"];
 
 function find(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -84,59 +96,116 @@ if (files.length === 0) {
 }
 
 // Coverage roughly doubles the time of the tests that start services and processes, so a whole run
-// measures it on the unit part only: that part first, with coverage, then the rest without.
+// measures it on the unit part only: that part with coverage, beside the rest without.
 const whole = filters.length === 0 && !flags.has("--unit");
 const measure = !flags.has("--no-coverage") && (flags.has("--coverage") || flags.has("--unit") || whole);
-const passes =
-  whole && measure && !flags.has("--coverage")
-    ? [
-        { files: files.filter(isUnit), coverage: true },
-        { files: files.filter((f) => !isUnit(f)), coverage: false },
-      ]
-    : [{ files, coverage: measure }];
-
+const split = whole && measure && !flags.has("--coverage");
+/** Files run at once: --test-concurrency among the flags wins over TEST_CONCURRENCY. */
+const concurrencyFlag = passThrough.findLast((flag) => flag.startsWith("--test-concurrency="));
+const concurrency = Number(concurrencyFlag?.slice("--test-concurrency=".length) ?? process.env.TEST_CONCURRENCY ?? 3);
+if (!Number.isInteger(concurrency) || concurrency < 1) {
+  console.error(`run-tests: ${concurrencyFlag ? concurrencyFlag : `TEST_CONCURRENCY=${process.env.TEST_CONCURRENCY}`} is not a whole number of at least 1`);
+  process.exit(2);
+}
+const isSide = (f) => SIDE.some((prefix) => f.startsWith(prefix));
+/**
+ * The parts of this run, each one `node --test`, in the order their output is printed: a whole run's
+ * unit part (with coverage), the SIDE files, the rest. With more than one file at a time the rest
+ * runs on `concurrency` lanes from the start, and one more lane runs the SIDE files, then the unit
+ * part: the slowest files start first, and the CPU stays busy while few files are left. With one
+ * file at a time (--test-concurrency=1), one part after the other.
+ */
+const parts = [];
+let unitPart;
+let sidePart;
+{
+  let rest = files;
+  if (split) {
+    unitPart = { title: "unit tests, with coverage", files: rest.filter(isUnit), coverage: true };
+    parts.push(unitPart);
+    rest = rest.filter((f) => !isUnit(f));
+  }
+  // Coverage of the rest (--coverage) is one report of all of it: then no part of its own.
+  const restMeasured = measure && !split;
+  const side = restMeasured ? [] : rest.filter(isSide);
+  if (side.length > 0 && side.length < rest.length) {
+    sidePart = { title: "packaging and browser tests", files: side, coverage: false };
+    parts.push(sidePart);
+    rest = rest.filter((f) => !isSide(f));
+  }
+  parts.push({ title: split ? "the rest of the suite" : "the rest of these tests", files: rest, coverage: restMeasured });
+}
+/** Each part's run, once it has started: the rest at once, the lane beside it one part after another. */
+const launched = new Map();
+if (concurrency > 1) {
+  const rest = parts.at(-1);
+  launched.set(rest, Promise.resolve(run(rest.files, rest.coverage, concurrency)));
+  let lane = Promise.resolve();
+  for (const part of [sidePart, unitPart].filter(Boolean)) {
+    const started = lane.then(() => run(part.files, part.coverage, 1));
+    launched.set(part, started);
+    lane = started.then((handle) => handle.finished);
+  }
+}
 let status = 0;
-for (const pass of passes) {
-  if (passes.length > 1) console.log(`# ${pass.coverage ? "unit tests, with coverage" : "the rest of the suite"}: ${pass.files.length} test files`);
-  status = Math.max(status, await run(pass.files, pass.coverage));
-  if (pass.coverage) printCoverage(passes.length > 1 || flags.has("--unit") ? "the unit tests" : "these tests");
+for (const part of parts) {
+  if (parts.length > 1) console.log(`# ${part.title}: ${part.files.length} test files`);
+  const handle = await (launched.get(part) ?? run(part.files, part.coverage, concurrency));
+  status = Math.max(status, await handle.print());
+  if (part.coverage) printCoverage(split || flags.has("--unit") ? "the unit tests" : "these tests");
 }
 process.exit(status);
 
-/** One `node --test` over `files`; resolves with its exit status. */
-async function run(files, coverage) {
-  const concurrency = process.env.TEST_CONCURRENCY ?? "2";
+/**
+ * Starts one `node --test` over `files`. Its output is kept until `print()`, which writes it and what
+ * follows, and resolves with the exit status once the run has ended and its output is written.
+ */
+function run(files, coverage, concurrency) {
   // The timeout catches a hang, it is no speed target: Node applies it to each file too, and the
   // files that start bin/agenthost a dozen times (startup refusals, supervision) passed in full yet
   // ran past 120 s on a machine kept busy (load average 10).
-  const nodeArgs = ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=300000", ...passThrough];
+  const nodeArgs = ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=300000"];
+  // The output goes through a pipe, where Node picks the reporter it uses off a terminal: on a
+  // terminal, ask for the one it would have picked there.
+  const ownReporter = coverage || (process.stdout.isTTY && !passThrough.some((flag) => flag.startsWith("--test-reporter")));
+  if (ownReporter) nodeArgs.push(`--test-reporter=${process.stdout.isTTY ? "spec" : "tap"}`, "--test-reporter-destination=stdout");
   if (coverage) {
     mkdirSync(join("test", "artifacts", "coverage"), { recursive: true });
-    nodeArgs.push(
-      "--experimental-test-coverage",
-      `--test-reporter=${process.stdout.isTTY ? "spec" : "tap"}`,
-      "--test-reporter-destination=stdout",
-      "--test-reporter=lcov",
-      `--test-reporter-destination=${LCOV}`,
-    );
+    nodeArgs.push("--experimental-test-coverage", "--test-reporter=lcov", `--test-reporter-destination=${LCOV}`);
   }
-  const child = spawn(process.execPath, [...nodeArgs, ...files], {
-    stdio: ["inherit", coverage ? "pipe" : "inherit", "inherit"],
+  // --test-concurrency among the flags has been read into `concurrency` (see above).
+  const flagsForNode = passThrough.filter((flag) => !flag.startsWith("--test-concurrency="));
+  const child = spawn(process.execPath, [...nodeArgs, ...flagsForNode, ...files], {
+    stdio: ["inherit", "pipe", "inherit"],
     // The service refuses to start without the LangChain setting bin/agenthost exports (src/config/langchain-environment.ts).
-    env: { ...process.env, LANGCHAIN_CALLBACKS_BACKGROUND: "false", ...(coverage && process.stdout.isTTY ? { FORCE_COLOR: "1" } : {}) },
+    env: { ...process.env, LANGCHAIN_CALLBACKS_BACKGROUND: "false", ...(ownReporter && process.stdout.isTTY ? { FORCE_COLOR: "1" } : {}) },
   });
   const closed = new Promise((resolve) => child.on("close", (code, signal) => resolve(code ?? (signal ? 1 : 0))));
-  if (coverage) {
-    // The runner's own table lists every file it loaded, tests and fixtures included: leave it out and
-    // print the figure for src/ from the lcov file instead.
-    let inTable = false;
-    for await (const line of createInterface({ input: child.stdout })) {
-      if (/start of coverage report/.test(line)) inTable = true;
-      if (!inTable) process.stdout.write(`${line}\n`);
-      if (/end of coverage report/.test(line)) inTable = false;
+  /** Lines not printed yet; undefined once printing. */
+  let held = [];
+  let inTable = false;
+  const lines = createInterface({ input: child.stdout });
+  const ended = new Promise((resolve) => lines.once("close", resolve));
+  lines.on("line", (line) => {
+    // The runner's own coverage table lists every file it loaded, tests and fixtures included: leave
+    // it out and print the figure for src/ from the lcov file instead.
+    if (coverage && /start of coverage report/.test(line)) inTable = true;
+    if (!inTable) {
+      if (held) held.push(line);
+      else process.stdout.write(`${line}\n`);
     }
-  }
-  return closed;
+    if (coverage && /end of coverage report/.test(line)) inTable = false;
+  });
+  const finished = Promise.all([ended, closed]).then(([, code]) => code);
+  return {
+    /** Resolves with the exit status once the run has ended and all its output has been read. */
+    finished,
+    print: async () => {
+      process.stdout.write(held.map((line) => `${line}\n`).join(""));
+      held = undefined;
+      return finished;
+    },
+  };
 }
 
 /**

@@ -4,9 +4,13 @@ import { spawnSync } from "node:child_process";
 import { test } from "node:test";
 
 function runTests(...args: string[]): { status: number | null; out: string } {
+  return runTestsWith({}, ...args);
+}
+
+function runTestsWith(extraEnv: Record<string, string>, ...args: string[]): { status: number | null; out: string } {
   // Without the runner's NODE_TEST_CONTEXT, the inner `node --test` reports in TAP, not to this runner.
   const { NODE_TEST_CONTEXT: _, ...env } = process.env;
-  const result = spawnSync(process.execPath, ["scripts/run-tests.mjs", "--no-coverage", ...args], { encoding: "utf8", timeout: 60_000, env });
+  const result = spawnSync(process.execPath, ["scripts/run-tests.mjs", "--no-coverage", ...args], { encoding: "utf8", timeout: 60_000, env: { ...env, ...extraEnv } });
   return { status: result.status, out: result.stdout + result.stderr };
 }
 
@@ -38,4 +42,35 @@ test("a flag that needs a value and has none is refused, saying how to write it"
   assert.equal(status, 2, out);
   assert.match(out, /run-tests: --test-name-pattern needs a value: --test-name-pattern=<value> or --test-name-pattern <value>/);
   assert.doesNotMatch(out, /^# pass/m, "nothing ran");
+});
+
+test("the packaging and browser files run as a part of their own beside the rest; each part's output is printed whole, in order", () => {
+  const { status, out } = runTests("test/packaging/start-rebuilds", "test/unit/restart-budget", "--test-name-pattern=backoff stops growing");
+  assert.equal(status, 0, out);
+  const side = out.indexOf("# packaging and browser tests: 1 test files\n");
+  const rest = out.indexOf("# the rest of these tests: 1 test files\n");
+  assert.ok(side >= 0 && rest > side, out);
+  const [sidePart, restPart] = [out.slice(side, rest), out.slice(rest)];
+  assert.match(sidePart, /npm start builds a missing dist/);
+  assert.doesNotMatch(sidePart, /backoff/);
+  assert.match(restPart, /^ok \d+ - the backoff stops growing at 10 s$/m);
+  assert.doesNotMatch(restPart, /npm start/);
+  assert.equal(out.match(/^# pass \d+$/gm)?.join(), "# pass 0,# pass 1", "each part ends with its own summary");
+});
+
+test("with one file at a time (--test-concurrency=1) the same parts run one after the other", () => {
+  const { status, out } = runTests("test/packaging/start-rebuilds", "test/unit/restart-budget", "--test-concurrency=1", "--test-name-pattern=backoff stops growing");
+  assert.equal(status, 0, out);
+  const side = out.indexOf("# packaging and browser tests: 1 test files\n");
+  const rest = out.indexOf("# the rest of these tests: 1 test files\n");
+  assert.ok(side >= 0 && rest > side, out);
+  assert.match(out.slice(rest), /^ok \d+ - the backoff stops growing at 10 s$/m);
+});
+
+test("TEST_CONCURRENCY that is not a whole number of at least 1 is refused", () => {
+  for (const value of ["0", "two", "1.5"]) {
+    const { status, out } = runTestsWith({ TEST_CONCURRENCY: value }, "test/unit/restart-budget");
+    assert.equal(status, 2, out);
+    assert.match(out, new RegExp(`run-tests: TEST_CONCURRENCY=${value.replace(".", "\\.")} is not a whole number of at least 1`));
+  }
 });
