@@ -9,7 +9,7 @@ import { Redis } from "ioredis";
 import { DATABASE_URL, dropSchema, uniqueSchema } from "../helpers/postgres.ts";
 import { REDIS_URL } from "../helpers/redis.ts";
 import { parseSseFrames } from "../helpers/run-streams.ts";
-import { eventually, request, startCluster, type Cluster, type Reply } from "./cluster-helper.ts";
+import { eventually, request, startCluster, TOKEN, type Cluster, type Reply } from "./cluster-helper.ts";
 import { messagesOf, STEPS_AGENT, streamThenCut } from "./run-control-helper.ts";
 
 /** The last log lines of a host, for a failure's message. */
@@ -142,5 +142,41 @@ describe("cancel and resume across two hosts sharing PostgreSQL and Redis", () =
     assert.equal((await request(hostB.url, "GET", `/steps-agent/runs/${cut.runId}/stream?thread_id=other`)).status, 404);
     await eventually(async () => (await request(hostB.url, "GET", path)).status === 404, 6_000, "the events expired");
     assert.equal(await redis.exists(`${prefix}:run-events:${cut.runId}`), 0);
+  });
+
+  test("Redis connections: two per worker, with resumes reading on a host other than the run's", async () => {
+    const thread = randomUUID();
+    // Two steps, then the run waits (until cancelled): the resumes below follow a run that goes on.
+    const cut = await streamThenCut(
+      hostA,
+      { input: { message: "go" }, thread_id: thread, agent_config: { steps: 2, sleep_ms: 60_000 } },
+      `held-${randomUUID()}`,
+    );
+    const path = `/steps-agent/runs/${cut.runId}/stream?thread_id=${thread}`;
+    const readers = Array.from({ length: 3 }, () => new AbortController());
+    const resumes = readers.map((reader) =>
+      fetch(`${hostB.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}`, "last-event-id": "1" }, signal: reader.signal }),
+    );
+    try {
+      const answers = await Promise.all(resumes);
+      for (const answer of answers) assert.equal(answer.status, 200);
+      // The readers wait for the run's next event: they listen on its channel.
+      const channel = `${prefix}:run-events-added:${cut.runId}`;
+      await eventually(
+        async () => Number(((await redis.pubsub("NUMSUB", channel)) as [string, number])[1]) >= 1,
+        10_000,
+        "a reader subscribed to the run's channel",
+      );
+      const pids = [...hostA.workerPids(), ...hostB.workerPids()];
+      const names = (await redis.client("LIST") as string).split("\n").map((line) => /\bname=(\S*)/.exec(line)?.[1]);
+      for (const pid of pids) {
+        const count = names.filter((name) => name === `agenthost:${pid}`).length;
+        assert.ok(count >= 1 && count <= 2, `worker ${pid} holds ${count} Redis connections`);
+      }
+    } finally {
+      for (const reader of readers) reader.abort();
+      await Promise.allSettled(resumes.map(async (resume) => (await resume).body?.cancel()));
+      await request(hostA.url, "POST", "/steps-agent/cancel", { thread_id: thread });
+    }
   });
 });

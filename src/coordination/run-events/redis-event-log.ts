@@ -38,7 +38,6 @@ export class RedisEventLog implements EventLog {
   private readonly ownsLink: boolean;
   private readonly client: Redis;
   private readonly unwatch: () => void;
-  private readonly readers = new Set<Redis>();
   private readonly report: (error: Error) => void;
   private readonly budget: RecordBudget;
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -65,6 +64,11 @@ export class RedisEventLog implements EventLog {
     return `${this.options.keyPrefix}run-owner:${runId}`;
   }
 
+  /** The channel a writer notes each addition on, so readers need not block a connection waiting. */
+  private addedChannel(runId: string): string {
+    return `${this.options.keyPrefix}run-events-added:${runId}`;
+  }
+
   /** Run `release` once in `ms` (when Redis forgets what it counts), unless close comes first. */
   private later(ms: number, release: () => void): NodeJS.Timeout {
     const timer = setTimeout(() => {
@@ -79,6 +83,7 @@ export class RedisEventLog implements EventLog {
   open(runId: string, key: string, user: string): RunEventWriter {
     const events = this.eventsKey(runId);
     const owner = this.ownerKey(runId);
+    const added = this.addedChannel(runId);
     const { ttlMs, maxAgeMs } = this.options;
     let seq = 0;
     let ended = false;
@@ -90,6 +95,7 @@ export class RedisEventLog implements EventLog {
         .del(events)
         .xadd(events, DROPPED_ID, "e", DROPPED_JSON)
         .pexpire(events, ended ? ttlMs : maxAgeMs)
+        .publish(added, "")
         .exec()
         .catch(failed);
     });
@@ -98,7 +104,7 @@ export class RedisEventLog implements EventLog {
     const add = (entry: LogEntry & { seq: number }, expireMs: number) => {
       const json = JSON.stringify(entry);
       if (!this.budget.charge(budget, entryBytes(json.length))) return;
-      this.client.multi().xadd(events, `0-${entry.seq}`, "e", json).pexpire(events, expireMs).exec().catch(failed);
+      this.client.multi().xadd(events, `0-${entry.seq}`, "e", json).pexpire(events, expireMs).publish(added, "").exec().catch(failed);
     };
     return {
       append: (event: RecordedEvent) => {
@@ -126,65 +132,80 @@ export class RedisEventLog implements EventLog {
     return this.follow(runId, after, signal);
   }
 
-  /** Read the run's stream after `after` on a connection of its own (a blocking read holds its connection). */
+  /**
+   * Read the run's stream after `after`. Reads are plain XRANGEs on the shared command connection (a
+   * blocking XREAD would hold a connection of its own for every reader); between them the reader waits
+   * for the writer's note on the run's channel that something was added, or BLOCK_MS at most, after
+   * which it also looks whether the run ended or its events expired.
+   */
   private async *follow(runId: string, after: number, signal: AbortSignal): AsyncGenerator<LogEntry> {
-    const connection = this.client.duplicate({ enableOfflineQueue: true, commandTimeout: undefined });
-    connection.on("error", this.report);
-    this.readers.add(connection);
-    const stop = () => connection.disconnect();
-    signal.addEventListener("abort", stop, { once: true });
     const events = this.eventsKey(runId);
-    /** The run's end entry when the reader is at or past it (XREAD after it would wait for nothing). */
-    const endAtOrBefore = async (position: number): Promise<LogEntry | undefined> => {
-      const [newest] = (await connection.xrevrange(events, "+", "-", "COUNT", 1)) as Array<[string, string[]]>;
-      if (!newest) return undefined;
-      const entry = JSON.parse(newest[1][1]!) as LogEntry;
-      return "end" in entry && entry.seq <= position ? entry : undefined;
-    };
+    let wake: (() => void) | undefined;
+    let noted = false;
+    const subscription = this.link.subscribe(this.addedChannel(runId), () => {
+      noted = true;
+      wake?.();
+    });
+    const onAbort = () => wake?.();
+    signal.addEventListener("abort", onAbort, { once: true });
+    /** Until the writer notes an addition, BLOCK_MS pass or the reader stops. */
+    const added = () =>
+      new Promise<void>((resolve) => {
+        if (noted || signal.aborted) return resolve();
+        const timer = setTimeout(resolve, BLOCK_MS);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      }).finally(() => {
+        wake = undefined;
+        noted = false;
+      });
     let last = after;
     try {
-      const ended = await endAtOrBefore(last);
-      if (ended) {
-        yield ended;
-        return;
-      }
+      // Entries added before the subscription was confirmed are read by the first XRANGE below.
+      await subscription.ready;
       for (;;) {
         if (signal.aborted) return;
-        const answer = (await connection.xread("COUNT", BATCH, "BLOCK", BLOCK_MS, "STREAMS", events, `0-${last}`)) as
-          | Array<[string, Array<[string, string[]]>]>
-          | null;
-        if (!answer) {
-          // Nothing new within BLOCK_MS: stop if the run's events are gone; end if the run ended meanwhile.
-          if (!(await connection.exists(this.ownerKey(runId)))) return;
-          const end = await endAtOrBefore(last);
+        noted = false;
+        const entries = (await this.client.xrange(events, `(0-${last}`, "+", "COUNT", BATCH)) as Array<[string, string[]]>;
+        for (const [, fields] of entries) {
+          const entry = JSON.parse(fields[1]!) as LogEntry;
+          yield entry;
+          if (isLast(entry)) return;
+          if ("seq" in entry) last = entry.seq;
+        }
+        if (entries.length === BATCH) continue;
+        if (entries.length === 0) {
+          // A reader at or past the run's end gets the end entry again; one whose run's events expired stops.
+          const end = await this.endAtOrBefore(events, last);
           if (end) {
             yield end;
             return;
           }
-          continue;
+          if (!(await this.client.exists(this.ownerKey(runId)))) return;
         }
-        for (const [, entries] of answer) {
-          for (const [, fields] of entries) {
-            const entry = JSON.parse(fields[1]!) as LogEntry;
-            yield entry;
-            if (isLast(entry)) return;
-            if ("seq" in entry) last = entry.seq;
-          }
-        }
+        await added();
       }
     } catch (error) {
       if (!signal.aborted) throw error;
     } finally {
-      signal.removeEventListener("abort", stop);
-      this.readers.delete(connection);
-      connection.disconnect();
+      signal.removeEventListener("abort", onAbort);
+      subscription.unsubscribe();
     }
+  }
+
+  /** The run's end entry when it is the newest and a reader at `position` is at or past it. */
+  private async endAtOrBefore(events: string, position: number): Promise<LogEntry | undefined> {
+    const [newest] = (await this.client.xrevrange(events, "+", "-", "COUNT", 1)) as Array<[string, string[]]>;
+    if (!newest) return undefined;
+    const entry = JSON.parse(newest[1][1]!) as LogEntry;
+    return "end" in entry && entry.seq <= position ? entry : undefined;
   }
 
   async close(): Promise<void> {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
-    for (const connection of this.readers) connection.disconnect();
     this.unwatch();
     if (this.ownsLink) this.link.close();
   }
