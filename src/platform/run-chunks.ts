@@ -1,4 +1,5 @@
 import { AIMessageChunk, isBaseMessage, type BaseMessage } from "@langchain/core/messages";
+import type { StreamEvent } from "@langchain/core/tracers/log_stream";
 import type { StreamMode as GraphStreamMode } from "@langchain/langgraph";
 import { startTogether } from "../admission/start-together.ts";
 import type { StreamMode } from "../contract/platform.ts";
@@ -35,12 +36,15 @@ const GRAPH_MODE: Readonly<Partial<Record<StreamMode, GraphStreamMode>>> = {
   tools: "tools",
 };
 
+/** The SDK's modes served from something other than a graph stream mode. */
+const OTHER_MODES: ReadonlySet<StreamMode> = new Set(["events"]);
+
 /** The SSE event name of each graph mode's chunks, as the SDK reads them. */
 const EVENT_NAME: Readonly<Partial<Record<GraphStreamMode, string>>> = { messages: "messages" };
 
-/** The SDK's modes agenthost serves: every one with a graph mode behind it. */
+/** The SDK's modes agenthost serves: every one with a graph mode behind it, and `events`. */
 export function servedMode(mode: StreamMode): boolean {
-  return GRAPH_MODE[mode] !== undefined;
+  return GRAPH_MODE[mode] !== undefined || OTHER_MODES.has(mode);
 }
 
 /**
@@ -57,6 +61,7 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
   const asked = new Set(modes.map((mode) => GRAPH_MODE[mode]).filter((mode): mode is GraphStreamMode => mode !== undefined));
   const graphModes = [...new Set<GraphStreamMode>([...asked, "values", "updates"])];
   const tuples = modes.includes("messages-tuple");
+  const events = modes.includes("events");
   const legacy = modes.includes("messages") ? new LegacyMessages() : undefined;
   return {
     // Nothing is held back: a Platform client acts when the stream ends (or on /runs/wait's answer),
@@ -67,8 +72,8 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
       let id = 1;
       yield { event: "metadata", data: { run_id: run.runId, thread_id: run.threadId, attempt }, id: id++ };
       await startTogether();
-      const stream = await run.agent.graph.stream(run.input, { ...run.graphConfig, signal, streamMode: graphModes, subgraphs });
-      for await (const chunk of stream as AsyncIterable<unknown[]>) {
+      /** The Platform events of one chunk of the graph's stream. */
+      function* fromChunk(chunk: unknown[]): Generator<Omit<PlatformEvent, "id">> {
         const [namespace, mode, payload] = (subgraphs ? chunk : [[], ...chunk]) as [string[], GraphStreamMode, unknown];
         const root = namespace.length === 0;
         if (root && (mode === "values" || mode === "updates")) {
@@ -76,32 +81,62 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
           if (Array.isArray(interrupts)) {
             if (mode === "updates") outcome.interrupts.push(...(wireValue(interrupts) as unknown[]));
             // An interrupt is reported once, after the graph's own chunks (below).
-            if (mode === "values") continue;
+            if (mode === "values") return;
           } else if (mode === "values") {
             outcome.values = wireValue(payload) as Record<string, unknown>;
           }
         }
         const suffix = root ? "" : `|${namespace.join("|")}`;
-        if (legacy && mode === "messages") for (const [event, data] of legacy.chunk(payload, run)) yield { event: event + suffix, data, id: id++ };
-        if (legacy && mode === "updates") for (const [event, data] of legacy.complete(payload)) yield { event: event + suffix, data, id: id++ };
-        if (!asked.has(mode) || (mode === "messages" && !tuples)) continue;
-        const name = (EVENT_NAME[mode] ?? mode) + suffix;
-        yield { event: name, data: mode === "messages" ? messageTuple(payload, run) : wireValue(payload), id: id++ };
+        if (legacy && mode === "messages") for (const [event, data] of legacy.chunk(payload, run)) yield { event: event + suffix, data };
+        if (legacy && mode === "updates") for (const [event, data] of legacy.complete(payload)) yield { event: event + suffix, data };
+        if (!asked.has(mode) || (mode === "messages" && !tuples)) return;
+        yield { event: (EVENT_NAME[mode] ?? mode) + suffix, data: mode === "messages" ? messageTuple(payload, run) : wireValue(payload) };
+      }
+      const options = { ...run.graphConfig, signal, streamMode: graphModes, subgraphs };
+      if (events) {
+        // The `events` mode: the graph's callback events (streamEvents, version 2). The root graph's
+        // own stream chunks arrive among them, as its on_chain_stream events: they become the other
+        // modes' events, as from stream(). Events LangChain marks hidden (the graph's internal
+        // __start__ steps) stay off the wire.
+        // The first event is the root graph's start: its run id is the root's.
+        let rootRun: string | undefined;
+        for await (const event of run.agent.graph.streamEvents(run.input, { ...options, version: "v2" })) {
+          rootRun ??= event.run_id;
+          if (event.event === "on_chain_stream" && event.run_id === rootRun) {
+            for (const platformEvent of fromChunk((event.data as { chunk: unknown[] }).chunk)) yield { ...platformEvent, id: id++ };
+          } else if (!event.tags?.includes("langsmith:hidden")) {
+            yield { event: "events", data: callbackEvent(event, run), id: id++ };
+          }
+        }
+      } else {
+        const stream = await run.agent.graph.stream(run.input, options);
+        for await (const chunk of stream as AsyncIterable<unknown[]>) for (const platformEvent of fromChunk(chunk)) yield { ...platformEvent, id: id++ };
       }
       if (outcome.interrupts.length && asked.has("values")) yield { event: "values", data: { __interrupt__: outcome.interrupts }, id };
     },
   };
 }
 
-/** A messages-tuple chunk: the message (or chunk) as a dict, and its metadata without the storage key. */
-function messageTuple(payload: unknown, run: PreparedRun): [unknown, Record<string, unknown>] {
-  const [message, metadata] = payload as [unknown, Record<string, unknown> | undefined];
+/** A run's metadata as a client may see it: agenthost's own keys left out, the storage key shown as the public thread id. */
+function publicMetadata(metadata: Record<string, unknown> | undefined, run: PreparedRun): Record<string, unknown> {
   const meta: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(metadata ?? {})) {
     if (key.startsWith("agenthost_")) continue;
     meta[key] = value === run.storageKey ? run.threadId : value;
   }
-  return [isBaseMessage(message) ? messageDict(message) : wireValue(message), meta];
+  return meta;
+}
+
+/** A messages-tuple chunk: the message (or chunk) as a dict, and its metadata without the storage key. */
+function messageTuple(payload: unknown, run: PreparedRun): [unknown, Record<string, unknown>] {
+  const [message, metadata] = payload as [unknown, Record<string, unknown> | undefined];
+  return [isBaseMessage(message) ? messageDict(message) : wireValue(message), publicMetadata(metadata, run)];
+}
+
+/** An `events` event: LangChain's callback event as wire JSON, its metadata without the storage key. */
+function callbackEvent(event: StreamEvent, run: PreparedRun): unknown {
+  const { metadata, data, ...rest } = event;
+  return { ...rest, metadata: publicMetadata(metadata, run), data: wireValue(data) };
 }
 
 /**

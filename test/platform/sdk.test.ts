@@ -115,6 +115,24 @@ for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
       assert.ok(String(partials[0]!.content).length < String(answer.content).length);
     });
 
+    test("the events mode: LangChain's callback events (the model's tokens among them) beside the other modes, with the public thread id", async () => {
+      const thread = await client.threads.create();
+      const parts = await collect(
+        client.runs.stream(thread.thread_id, CHATBOT, { input: { messages: [{ role: "user", content: "as events" }] }, streamMode: ["events", "values"] }),
+      );
+      const events = parts.filter((part) => part.event === "events").map((part) => part.data as { event: string; name: string; run_id: string; metadata: Record<string, unknown>; data: { chunk?: { content?: unknown } } });
+      const kinds = new Set(events.map((event) => event.event));
+      for (const kind of ["on_chain_start", "on_chain_end", "on_chat_model_start", "on_chat_model_stream", "on_chat_model_end"]) assert.ok(kinds.has(kind), `${kind} among ${[...kinds].join(", ")}`);
+      const tokens = events.filter((event) => event.event === "on_chat_model_stream").map((event) => String(event.data.chunk?.content ?? ""));
+      const values = parts.filter((part) => part.event === "values").at(-1)!.data as { messages: Message[] };
+      assert.equal(tokens.join(""), values.messages.at(-1)!.content, "the streamed tokens make the answer");
+      assert.ok(events.every((event) => typeof event.run_id === "string" && event.name));
+      const text = JSON.stringify(events);
+      assert.doesNotMatch(text, /lat:v1:/, "no storage key on the wire");
+      assert.ok(events.some((event) => event.metadata.thread_id === thread.thread_id));
+      assert.ok(!events.some((event) => event.name === "__start__"), "hidden steps stay off the wire");
+    });
+
     test("a conversation started with agenthost's own API is read with threads.getState", async () => {
       const own = await call(service, "POST", `/${CHATBOT}/invoke`, { thread_id: "own-api-thread", input: { message: "from the own API" } });
       assert.equal(own.status, 200);
