@@ -1,4 +1,5 @@
-// React `useStream` (@langchain/langgraph-sdk/react) in a real browser against the real service:
+// React `useStream` (@langchain/langgraph-sdk/react) in a real browser against the real service, on
+// memory, on SQLite, and with two workers on PostgreSQL and Redis:
 // a small page (test/fixtures/use-stream-page/app.ts), bundled here with esbuild, is served from an
 // origin of its own, so every call useStream makes to agenthost crosses origins under
 // CORS_ALLOW_ORIGINS. With the fake model's chatbot-agent it sends a message and shows the streamed
@@ -15,7 +16,11 @@ import { after, before, test, type TestContext } from "node:test";
 import { build } from "esbuild";
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from "playwright-core";
 import { FAKE_MODEL_ANSWER } from "../../src/models/fake-chat-model.ts";
-import { startService, type RunningService } from "../helpers/service.ts";
+import { Redis } from "ioredis";
+import { startService } from "../helpers/service.ts";
+import { REDIS_URL } from "../helpers/redis.ts";
+import { postgresBackend, sqliteBackend, type BackendUnderTest } from "../http/history-backends.ts";
+import { startCluster } from "../cluster/cluster-helper.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const CHROMIUM_ARGS = [
@@ -88,7 +93,59 @@ async function bundlePage(): Promise<string> {
   return output.text;
 }
 
-let service: RunningService;
+/** A running agenthost the page talks to: its URL and its log lines. */
+interface Service {
+  readonly url: string;
+  readonly logs: ReadonlyArray<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+/** The service's settings for the page: the key, CORS for the page's origin, and ask-name beside the built-in agents. */
+function serviceEnv(): Record<string, string> {
+  return { AUTH_SECRET: TOKEN, CORS_ALLOW_ORIGINS: pageServer.origin, AGENT_PATHS: JSON.stringify(["./test/fixtures/interrupt-agents.ts:askName"]) };
+}
+
+/** One process on a backend (memory, or a database that `backend` cleans up after). */
+async function inProcess(backend?: BackendUnderTest): Promise<Service> {
+  const running = await startService({ ...backend?.env, ...serviceEnv() });
+  return {
+    url: running.url,
+    logs: running.logs,
+    close: async () => {
+      await running.close();
+      await backend?.cleanup();
+    },
+  };
+}
+
+/** bin/agenthost with two workers on PostgreSQL and Redis: the page's calls land on either worker. */
+async function twoWorkers(): Promise<Service> {
+  const backend = postgresBackend();
+  const prefix = `agenthost-test:${crypto.randomUUID()}`;
+  const cluster = await startCluster({ ...backend.env, REDIS_URL, REDIS_KEY_PREFIX: prefix, WEB_CONCURRENCY: "2", ...serviceEnv() });
+  return {
+    url: cluster.url,
+    logs: cluster.logs,
+    close: async () => {
+      await cluster.stop();
+      await backend.cleanup();
+      const redis = new Redis(REDIS_URL);
+      const keys = await redis.keys(`${prefix}:*`);
+      if (keys.length) await redis.del(...keys);
+      redis.disconnect();
+    },
+  };
+}
+
+/** Where the scenarios run: every backend, and two workers sharing PostgreSQL and Redis. */
+const TARGETS: ReadonlyArray<{ readonly name: string; start(): Promise<Service> }> = [
+  { name: "memory", start: () => inProcess() },
+  { name: "SQLite", start: () => inProcess(sqliteBackend()) },
+  { name: "PostgreSQL, two workers and Redis", start: twoWorkers },
+];
+
+/** The service of the scenarios running now. */
+let service: Service;
 let pageServer: PageServer;
 let browser: Browser | undefined;
 let context: BrowserContext;
@@ -98,11 +155,6 @@ const browserSkip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed
 before(async () => {
   const bundled = bundlePage();
   pageServer = await servePage(await bundled);
-  service = await startService({
-    AUTH_SECRET: TOKEN,
-    CORS_ALLOW_ORIGINS: pageServer.origin,
-    AGENT_PATHS: JSON.stringify(["./test/fixtures/interrupt-agents.ts:askName"]),
-  });
   if (browserSkip) return;
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   context = await browser.newContext({ viewport: { width: 900, height: 700 } });
@@ -113,7 +165,6 @@ after(async () => {
   await context?.close();
   await browser?.close();
   await pageServer?.close();
-  await service?.close();
 });
 
 /** What the browser sent to agenthost, and what the page said on its console. */
@@ -231,120 +282,125 @@ function calls(observed: Observed, threadId: string): string[] {
   return observed.requests.map((request) => `${request.method} ${request.path.replace(threadId, "{thread}")}`);
 }
 
-test("React useStream from another origin against agenthost", { skip: browserSkip }, async (t) => {
-  await t.test("chatbot-agent: a message sent through useStream shows the streamed answer", async (st) => {
-    const page = await openPage(st);
-    const observed = observe(page);
-    await page.goto(pageUrl(CHATBOT));
-    await settled(page, observed, 0);
-    await send(page, "Hello from React");
-    await until(page, observed, messages(page).filter({ hasText: FAKE_MODEL_ANSWER }));
-    await settled(page, observed, 2);
-    assert.deepEqual(await shown(page), ["human: Hello from React", `ai: ${FAKE_MODEL_ANSWER}`]);
-    const threadId = threadOf(page);
-    assert.match(threadId, /^[0-9a-f-]{36}$/);
-    assert.equal(await page.getByTestId("chat").getAttribute("data-thread-id"), threadId);
-    assert.equal(await page.getByTestId("error").count(), 0);
-    assert.equal(await page.getByTestId("interrupt").count(), 0);
+for (const target of TARGETS) {
+  test(`React useStream from another origin against agenthost (${target.name})`, { skip: browserSkip }, async (t) => {
+    const running = await target.start();
+    service = running;
+    t.after(() => running.close());
+    await t.test("chatbot-agent: a message sent through useStream shows the streamed answer", async (st) => {
+      const page = await openPage(st);
+      const observed = observe(page);
+      await page.goto(pageUrl(CHATBOT));
+      await settled(page, observed, 0);
+      await send(page, "Hello from React");
+      await until(page, observed, messages(page).filter({ hasText: FAKE_MODEL_ANSWER }));
+      await settled(page, observed, 2);
+      assert.deepEqual(await shown(page), ["human: Hello from React", `ai: ${FAKE_MODEL_ANSWER}`]);
+      const threadId = threadOf(page);
+      assert.match(threadId, /^[0-9a-f-]{36}$/);
+      assert.equal(await page.getByTestId("chat").getAttribute("data-thread-id"), threadId);
+      assert.equal(await page.getByTestId("error").count(), 0);
+      assert.equal(await page.getByTestId("interrupt").count(), 0);
 
-    const made = calls(observed, threadId);
-    assert.equal(made[0], "POST /threads", made.join());
-    assert.ok(made.includes("POST /threads/{thread}/runs/stream"), made.join());
-    assert.ok(made.includes("POST /threads/{thread}/history"), `the history is read again after the run: ${made.join()}`);
-    const run = observed.requests.find((request) => request.path.endsWith("/runs/stream"));
-    const body = JSON.parse(run?.body ?? "{}") as { assistant_id?: string; input?: unknown; stream_mode?: string[] };
-    assert.equal(body.assistant_id, CHATBOT);
-    assert.deepEqual(body.input, { messages: [{ type: "human", content: "Hello from React" }] });
-    assert.ok(body.stream_mode?.includes("messages-tuple") && body.stream_mode.includes("values"), JSON.stringify(body.stream_mode));
-    const streamed = observed.responses.find((response) => response.path.endsWith("/runs/stream"));
-    assert.match(streamed?.headers["content-type"] ?? "", /^text\/event-stream/);
-    assertClean(observed);
+      const made = calls(observed, threadId);
+      assert.equal(made[0], "POST /threads", made.join());
+      assert.ok(made.includes("POST /threads/{thread}/runs/stream"), made.join());
+      assert.ok(made.includes("POST /threads/{thread}/history"), `the history is read again after the run: ${made.join()}`);
+      const run = observed.requests.find((request) => request.path.endsWith("/runs/stream"));
+      const body = JSON.parse(run?.body ?? "{}") as { assistant_id?: string; input?: unknown; stream_mode?: string[] };
+      assert.equal(body.assistant_id, CHATBOT);
+      assert.deepEqual(body.input, { messages: [{ type: "human", content: "Hello from React" }] });
+      assert.ok(body.stream_mode?.includes("messages-tuple") && body.stream_mode.includes("values"), JSON.stringify(body.stream_mode));
+      const streamed = observed.responses.find((response) => response.path.endsWith("/runs/stream"));
+      assert.match(streamed?.headers["content-type"] ?? "", /^text\/event-stream/);
+      assertClean(observed);
 
-    await st.test("a reload opens the thread from the URL and shows both messages from its history", async () => {
+      await st.test("a reload opens the thread from the URL and shows both messages from its history", async () => {
+        const reloaded = observe(page);
+        await page.reload();
+        await settled(page, reloaded, 2);
+        assert.equal(threadOf(page), threadId);
+        assert.deepEqual(await shown(page), ["human: Hello from React", `ai: ${FAKE_MODEL_ANSWER}`]);
+        assert.equal(await page.getByTestId("status").textContent(), "Idle");
+        assert.deepEqual(calls(reloaded, threadId), ["POST /threads/{thread}/history"]);
+        assert.equal(reloaded.requests[0]?.body, JSON.stringify({ limit: 10 }));
+        assertClean(reloaded);
+      });
+    });
+
+    await t.test("ask-name: the interrupt's question is shown, the answer resumes the run, and a reload shows the whole exchange", async (st) => {
+      const page = await openPage(st);
+      const observed = observe(page);
+      await page.goto(pageUrl(ASK_NAME));
+      await settled(page, observed, 0);
+      await send(page, "Hi");
+      await until(page, observed, page.getByTestId("interrupt-value").filter({ hasText: "What is your name?" }));
+      await settled(page, observed, 1);
+      assert.equal(await page.getByTestId("interrupt-value").textContent(), "What is your name?");
+      assert.deepEqual(await shown(page), ["human: Hi"]);
+      const threadId = threadOf(page);
+      assert.match(threadId, /^[0-9a-f-]{36}$/);
+
+      await page.getByTestId("resume-input").fill("Ada");
+      await page.getByTestId("resume").click();
+      await until(page, observed, messages(page).filter({ hasText: "Hello, Ada!" }));
+      await settled(page, observed, 2);
+      assert.deepEqual(await shown(page), ["human: Hi", "ai: Hello, Ada!"]);
+      await page.getByTestId("interrupt").waitFor({ state: "detached" });
+
+      const runs = observed.requests.filter((request) => request.path.endsWith("/runs/stream"));
+      assert.equal(runs.length, 2);
+      const resumed = JSON.parse(runs[1]?.body ?? "{}") as { assistant_id?: string; command?: unknown; input?: unknown };
+      assert.equal(resumed.assistant_id, ASK_NAME);
+      assert.deepEqual(resumed.command, { resume: "Ada" });
+      assert.equal(resumed.input, undefined);
+      assertClean(observed);
+
       const reloaded = observe(page);
       await page.reload();
       await settled(page, reloaded, 2);
       assert.equal(threadOf(page), threadId);
-      assert.deepEqual(await shown(page), ["human: Hello from React", `ai: ${FAKE_MODEL_ANSWER}`]);
-      assert.equal(await page.getByTestId("status").textContent(), "Idle");
-      assert.deepEqual(calls(reloaded, threadId), ["POST /threads/{thread}/history"]);
-      assert.equal(reloaded.requests[0]?.body, JSON.stringify({ limit: 10 }));
+      assert.deepEqual(await shown(page), ["human: Hi", "ai: Hello, Ada!"]);
+      assert.equal(await page.getByTestId("interrupt").count(), 0, "no question is waiting any more");
       assertClean(reloaded);
     });
+
+    await t.test("ask-name: a reload while the question waits shows it again from the thread's history; answering it resumes", async (st) => {
+      const page = await openPage(st);
+      const observed = observe(page);
+      await page.goto(pageUrl(ASK_NAME));
+      await settled(page, observed, 0);
+      await send(page, "Hello again");
+      await until(page, observed, page.getByTestId("interrupt-value").filter({ hasText: "What is your name?" }));
+      await settled(page, observed, 1);
+      const threadId = threadOf(page);
+
+      await page.reload();
+      await settled(page, observed, 1);
+      assert.equal(threadOf(page), threadId);
+      assert.deepEqual(await shown(page), ["human: Hello again"]);
+      await until(page, observed, page.getByTestId("interrupt-value").filter({ hasText: "What is your name?" }));
+
+      await page.getByTestId("resume-input").fill("Grace");
+      await page.getByTestId("resume").click();
+      await until(page, observed, messages(page).filter({ hasText: "Hello, Grace!" }));
+      await settled(page, observed, 2);
+      assert.deepEqual(await shown(page), ["human: Hello again", "ai: Hello, Grace!"]);
+      await page.getByTestId("interrupt").waitFor({ state: "detached" });
+      assertClean(observed);
+    });
+
+    await t.test("the service answered each preflight before authentication, and nothing else failed", () => {
+      const requests = service.logs.filter((line) => line.msg === "request");
+      const preflights = requests.filter((line) => line.method === "OPTIONS");
+      assert.ok(preflights.length > 0, "the JSON requests with X-Api-Key were preflighted");
+      for (const line of preflights) {
+        assert.equal(line.route, "preflight");
+        assert.equal(line.status, 204);
+      }
+      const failed = requests.filter((line) => typeof line.status !== "number" || line.status >= 400);
+      assert.deepEqual(failed, []);
+      assert.deepEqual(service.logs.filter((line) => (line.level as number) >= 50), []);
+    });
   });
-
-  await t.test("ask-name: the interrupt's question is shown, the answer resumes the run, and a reload shows the whole exchange", async (st) => {
-    const page = await openPage(st);
-    const observed = observe(page);
-    await page.goto(pageUrl(ASK_NAME));
-    await settled(page, observed, 0);
-    await send(page, "Hi");
-    await until(page, observed, page.getByTestId("interrupt-value").filter({ hasText: "What is your name?" }));
-    await settled(page, observed, 1);
-    assert.equal(await page.getByTestId("interrupt-value").textContent(), "What is your name?");
-    assert.deepEqual(await shown(page), ["human: Hi"]);
-    const threadId = threadOf(page);
-    assert.match(threadId, /^[0-9a-f-]{36}$/);
-
-    await page.getByTestId("resume-input").fill("Ada");
-    await page.getByTestId("resume").click();
-    await until(page, observed, messages(page).filter({ hasText: "Hello, Ada!" }));
-    await settled(page, observed, 2);
-    assert.deepEqual(await shown(page), ["human: Hi", "ai: Hello, Ada!"]);
-    await page.getByTestId("interrupt").waitFor({ state: "detached" });
-
-    const runs = observed.requests.filter((request) => request.path.endsWith("/runs/stream"));
-    assert.equal(runs.length, 2);
-    const resumed = JSON.parse(runs[1]?.body ?? "{}") as { assistant_id?: string; command?: unknown; input?: unknown };
-    assert.equal(resumed.assistant_id, ASK_NAME);
-    assert.deepEqual(resumed.command, { resume: "Ada" });
-    assert.equal(resumed.input, undefined);
-    assertClean(observed);
-
-    const reloaded = observe(page);
-    await page.reload();
-    await settled(page, reloaded, 2);
-    assert.equal(threadOf(page), threadId);
-    assert.deepEqual(await shown(page), ["human: Hi", "ai: Hello, Ada!"]);
-    assert.equal(await page.getByTestId("interrupt").count(), 0, "no question is waiting any more");
-    assertClean(reloaded);
-  });
-
-  await t.test("ask-name: a reload while the question waits shows it again from the thread's history; answering it resumes", async (st) => {
-    const page = await openPage(st);
-    const observed = observe(page);
-    await page.goto(pageUrl(ASK_NAME));
-    await settled(page, observed, 0);
-    await send(page, "Hello again");
-    await until(page, observed, page.getByTestId("interrupt-value").filter({ hasText: "What is your name?" }));
-    await settled(page, observed, 1);
-    const threadId = threadOf(page);
-
-    await page.reload();
-    await settled(page, observed, 1);
-    assert.equal(threadOf(page), threadId);
-    assert.deepEqual(await shown(page), ["human: Hello again"]);
-    await until(page, observed, page.getByTestId("interrupt-value").filter({ hasText: "What is your name?" }));
-
-    await page.getByTestId("resume-input").fill("Grace");
-    await page.getByTestId("resume").click();
-    await until(page, observed, messages(page).filter({ hasText: "Hello, Grace!" }));
-    await settled(page, observed, 2);
-    assert.deepEqual(await shown(page), ["human: Hello again", "ai: Hello, Grace!"]);
-    await page.getByTestId("interrupt").waitFor({ state: "detached" });
-    assertClean(observed);
-  });
-
-  await t.test("the service answered each preflight before authentication, and nothing else failed", () => {
-    const requests = service.logs.filter((line) => line.msg === "request");
-    const preflights = requests.filter((line) => line.method === "OPTIONS");
-    assert.ok(preflights.length > 0, "the JSON requests with X-Api-Key were preflighted");
-    for (const line of preflights) {
-      assert.equal(line.route, "preflight");
-      assert.equal(line.status, 204);
-    }
-    const failed = requests.filter((line) => typeof line.status !== "number" || line.status >= 400);
-    assert.deepEqual(failed, []);
-    assert.deepEqual(service.logs.filter((line) => (line.level as number) >= 50), []);
-  });
-});
+}
