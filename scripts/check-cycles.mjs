@@ -22,6 +22,7 @@ const LAYERS = [
   ["processes", ["cluster/", "worker/", "maintenance/", "ui/"]],
   ["composition root", ["runtime.ts"]],
   ["HTTP", ["http/"]],
+  ["background runs", ["background/"]],
   ["platform", ["platform/"]],
   ["conversations", ["conversations/"]],
   ["runs", ["runs/"]],

@@ -107,6 +107,13 @@ if (!Number.isInteger(concurrency) || concurrency < 1) {
   console.error(`run-tests: ${concurrencyFlag ? concurrencyFlag : `TEST_CONCURRENCY=${process.env.TEST_CONCURRENCY}`} is not a whole number of at least 1`);
   process.exit(2);
 }
+/** Each file's hang bound (Node applies it per file too). */
+const TIMEOUT_MS = 300_000;
+/**
+ * The SIDE files' bound: the server package's file builds, packs and installs from the registry,
+ * which took more than 300 s on a machine kept busy (load average 11), though it passed in full.
+ */
+const SIDE_TIMEOUT_MS = 900_000;
 const isSide = (f) => SIDE.some((prefix) => f.startsWith(prefix));
 /**
  * The parts of this run, each one `node --test`, in the order their output is printed: a whole run's
@@ -129,7 +136,7 @@ let sidePart;
   const restMeasured = measure && !split;
   const side = restMeasured ? [] : rest.filter(isSide);
   if (side.length > 0 && side.length < rest.length) {
-    sidePart = { title: "packaging and browser tests", files: side, coverage: false };
+    sidePart = { title: "packaging and browser tests", files: side, coverage: false, timeoutMs: SIDE_TIMEOUT_MS };
     parts.push(sidePart);
     rest = rest.filter((f) => !isSide(f));
   }
@@ -142,7 +149,7 @@ if (concurrency > 1) {
   launched.set(rest, Promise.resolve(run(rest.files, rest.coverage, concurrency)));
   let lane = Promise.resolve();
   for (const part of [sidePart, unitPart].filter(Boolean)) {
-    const started = lane.then(() => run(part.files, part.coverage, 1));
+    const started = lane.then(() => run(part.files, part.coverage, 1, part.timeoutMs));
     launched.set(part, started);
     lane = started.then((handle) => handle.finished);
   }
@@ -150,7 +157,7 @@ if (concurrency > 1) {
 let status = 0;
 for (const part of parts) {
   if (parts.length > 1) console.log(`# ${part.title}: ${part.files.length} test files`);
-  const handle = await (launched.get(part) ?? run(part.files, part.coverage, concurrency));
+  const handle = await (launched.get(part) ?? run(part.files, part.coverage, concurrency, part.timeoutMs));
   status = Math.max(status, await handle.print());
   if (part.coverage) printCoverage(split || flags.has("--unit") ? "the unit tests" : "these tests");
 }
@@ -160,11 +167,11 @@ process.exit(status);
  * Starts one `node --test` over `files`. Its output is kept until `print()`, which writes it and what
  * follows, and resolves with the exit status once the run has ended and its output is written.
  */
-function run(files, coverage, concurrency) {
+function run(files, coverage, concurrency, timeoutMs = TIMEOUT_MS) {
   // The timeout catches a hang, it is no speed target: Node applies it to each file too, and the
   // files that start bin/agenthost a dozen times (startup refusals, supervision) passed in full yet
   // ran past 120 s on a machine kept busy (load average 10).
-  const nodeArgs = ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=300000"];
+  const nodeArgs = ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, `--test-timeout=${timeoutMs}`];
   // The output goes through a pipe, where Node picks the reporter it uses off a terminal: on a
   // terminal, ask for the one it would have picked there.
   const ownReporter = coverage || (process.stdout.isTTY && !passThrough.some((flag) => flag.startsWith("--test-reporter")));

@@ -27,6 +27,7 @@ import { serviceVersion } from "./observability/build.ts";
 import { ModelCallObserver } from "./observability/model-calls.ts";
 import { createTracing } from "./observability/load-tracing.ts";
 import { installUntracedRunContext } from "./observability/untraced-run-context.ts";
+import { BackgroundSlot } from "./runs/background-work.ts";
 
 /**
  * Control requests (POST /cancel) served at once per worker beyond REQUEST_MAX_CONCURRENT. A cancel
@@ -110,6 +111,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     });
     cleanup.push(() => coordination.close());
     const { locks, activeRuns, canceller, streamLogs } = coordination;
+    const background = new BackgroundSlot();
     return {
       config,
       logger,
@@ -135,8 +137,11 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       activeRuns,
       canceller,
       streamLogs,
+      background,
       lifecycle: { draining: false },
       close: async () => {
+        // Background runs still executing go back to their queue before the storage they need closes.
+        await background.handBack();
         await feedback.close();
         await observability.close();
         await coordination.close();

@@ -7,7 +7,7 @@ import type { Config, ServerdbConfig } from "../config/schema.ts";
 import type { Logger } from "../observability/logger.ts";
 import { DatabaseUnavailableError, describeDatabaseFailure, isDatabaseFailure, type DatabaseBackend } from "./database-errors.ts";
 import { DatabaseGate, type OpenDatabase } from "./guarded-saver.ts";
-import { GuardedIdempotencyStore, GuardedPlatformRecords, GuardedThreadIndex } from "./guarded-stores.ts";
+import { GuardedIdempotencyStore, GuardedPlatformRecords, GuardedRunQueue, GuardedThreadIndex } from "./guarded-stores.ts";
 import { MemoryIdempotencyStore, PostgresIdempotencyStore, SqliteIdempotencyStore, type IdempotencyStore } from "./idempotency-store.ts";
 import { MemoryMessageRows, PostgresMessageRows, SqliteMessageRows } from "./message-rows.ts";
 import { MessageStoreSaver } from "./message-store.ts";
@@ -17,6 +17,8 @@ import { MemoryPlatformRecords, type PlatformRecords } from "./platform-records.
 import { PostgresPlatformRecords, SqlitePlatformRecords } from "./platform-records-sql.ts";
 import { ReadableSerde } from "./readable-serde.ts";
 import { createServerPool } from "./server-pool.ts";
+import { MemoryRunQueue, type RunQueueStore } from "./run-queue.ts";
+import { PostgresRunQueue, SqliteRunQueue } from "./run-queue-sql.ts";
 import { openSqliteFile } from "./sqlite-file.ts";
 import { sqliteFileSavers } from "./sqlite-saver.ts";
 import { MemoryThreadIndex, type ThreadIndex } from "./thread-index.ts";
@@ -38,6 +40,8 @@ export interface CheckpointBackend {
   readonly idempotency: IdempotencyStore;
   /** The LangGraph Platform API's threads and runs (platform-records.ts). */
   readonly platform: PlatformRecords;
+  /** The background runs' queue (run-queue.ts). */
+  readonly runQueue: RunQueueStore;
   /** False while the worker waits for its database to be reachable and set up. */
   isReady(): boolean;
   /** Resolves when the database answers a trivial query; rejects otherwise (and before it is set up). */
@@ -98,6 +102,7 @@ export async function openCheckpointBackend(config: Config, hooks: BackendHooks)
       threads,
       idempotency: new MemoryIdempotencyStore(),
       platform: new MemoryPlatformRecords(),
+      runQueue: new MemoryRunQueue(),
       isReady: () => true,
       ping: async () => {},
       saturated: () => false,
@@ -124,6 +129,7 @@ export async function openCheckpointBackend(config: Config, hooks: BackendHooks)
     threads,
     idempotency: new GuardedIdempotencyStore(gate),
     platform: new GuardedPlatformRecords(gate),
+    runQueue: new GuardedRunQueue(gate),
     isReady: () => gate.isOpen,
     ping: async () => {
       if (!gate.isOpen) throw new DatabaseUnavailableError(kind, new Error("the database is not set up yet"));
@@ -203,19 +209,21 @@ function fileDatabase(config: Config, saverShortcut: boolean): CheckpointDatabas
       let threads: SqliteThreadIndex | undefined;
       let idempotency: SqliteIdempotencyStore | undefined;
       let platform: SqlitePlatformRecords | undefined;
+      let runQueue: SqliteRunQueue | undefined;
       const opened = await openSqliteFile(config.FILEDB_DB_PATH, Math.round(config.FILEDB_BUSY_TIMEOUT * 1000), (handle) => {
         rows = new SqliteMessageRows(handle);
         threads = new SqliteThreadIndex(handle);
         savers = sqliteFileSavers(handle, serde, rows, threads, saverShortcut);
         idempotency = new SqliteIdempotencyStore(handle);
         platform = new SqlitePlatformRecords(handle);
+        runQueue = new SqliteRunQueue(handle);
       });
       if (closed) {
         opened.close();
         throw new Error("the backend was closed");
       }
       db = opened;
-      return { saver: savers!.saver, writer: savers!.writer, rows: rows!, threads: threads!, idempotency: idempotency!, platform: platform! };
+      return { saver: savers!.saver, writer: savers!.writer, rows: rows!, threads: threads!, idempotency: idempotency!, platform: platform!, runQueue: runQueue! };
     },
     async ping() {
       db?.prepare("SELECT 1").get();
@@ -255,7 +263,9 @@ function serverDatabase(config: ServerdbConfig, logger: Logger, saverShortcut: b
       await idempotency.setup();
       const platform = new PostgresPlatformRecords(pool, schema);
       await platform.setup();
-      return { saver, writer: postgresWriter(saver, rows, threads), rows, threads, idempotency, platform };
+      const runQueue = new PostgresRunQueue(pool, schema);
+      await runQueue.setup();
+      return { saver, writer: postgresWriter(saver, rows, threads), rows, threads, idempotency, platform, runQueue };
     },
     async ping() {
       await pool.query("SELECT 1");

@@ -14,6 +14,7 @@ import { asDatabaseError, DatabaseUnavailableError, type DatabaseBackend } from 
 import type { IdempotencyStore } from "./idempotency-store.ts";
 import type { MessageRows } from "./message-rows.ts";
 import type { PlatformRecords } from "./platform-records.ts";
+import type { RunQueueStore } from "./run-queue.ts";
 import type { ThreadIndex } from "./thread-index.ts";
 
 /** The saver, message rows, conversation list, idempotency keys and Platform API records of a database that has been set up. */
@@ -25,6 +26,7 @@ export interface OpenDatabase {
   readonly threads: ThreadIndex;
   readonly idempotency: IdempotencyStore;
   readonly platform: PlatformRecords;
+  readonly runQueue: RunQueueStore;
 }
 
 /**

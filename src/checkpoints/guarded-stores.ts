@@ -1,6 +1,7 @@
 import type { DatabaseGate } from "./guarded-saver.ts";
 import type { ClaimOutcome, IdempotencyStore, StoredAnswer } from "./idempotency-store.ts";
 import type { PlatformRecords, PlatformRun, PlatformThread, RunStatus, ThreadChanges, ThreadFilters, ThreadSearch } from "./platform-records.ts";
+import type { NewQueuedRun, QueuedRun, RunQueueStore } from "./run-queue.ts";
 import type { ThreadIndex, ThreadOwner, ThreadPage, ThreadSummary } from "./thread-index.ts";
 
 /** The conversation list behind the database gate: unavailable until set up, database failures as DatabaseUnavailableError. */
@@ -91,5 +92,42 @@ export class GuardedPlatformRecords implements PlatformRecords {
 
   deleteRun(userId: string, threadId: string, runId: string): Promise<boolean> {
     return this.gate.run(({ platform }) => platform.deleteRun(userId, threadId, runId));
+  }
+}
+
+/** The background runs' queue behind the same gate. */
+export class GuardedRunQueue implements RunQueueStore {
+  constructor(private readonly gate: DatabaseGate) {}
+
+  add(run: NewQueuedRun): Promise<void> {
+    return this.gate.run(({ runQueue }) => runQueue.add(run));
+  }
+
+  claim(owner: string, now: number, leaseUntil: number): Promise<QueuedRun | undefined> {
+    return this.gate.run(({ runQueue }) => runQueue.claim(owner, now, leaseUntil));
+  }
+
+  renew(runId: string, owner: string, leaseUntil: number): Promise<boolean> {
+    return this.gate.run(({ runQueue }) => runQueue.renew(runId, owner, leaseUntil));
+  }
+
+  release(runId: string, owner: string, availableAt: number, uncount: boolean): Promise<void> {
+    return this.gate.run(({ runQueue }) => runQueue.release(runId, owner, availableAt, uncount));
+  }
+
+  remove(runId: string, owner?: string): Promise<boolean> {
+    return this.gate.run(({ runQueue }) => runQueue.remove(runId, owner));
+  }
+
+  removeQueued(runId: string): Promise<boolean> {
+    return this.gate.run(({ runQueue }) => runQueue.removeQueued(runId));
+  }
+
+  onThread(userId: string, threadId: string): Promise<QueuedRun[]> {
+    return this.gate.run(({ runQueue }) => runQueue.onThread(userId, threadId));
+  }
+
+  depth(): Promise<{ queued: number; running: number }> {
+    return this.gate.run(({ runQueue }) => runQueue.depth());
   }
 }

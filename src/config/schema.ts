@@ -237,6 +237,13 @@ export const configShape = {
   FEEDBACK_RETRY_DELAY: seconds(2, 0.01),
   REDIS_LOCK_LEASE: seconds(10, 1),
 
+  // Background runs (POST /threads/{thread_id}/runs, POST /runs)
+  BACKGROUND_RUNS_PER_WORKER: int(4, 0, 10_000),
+  BACKGROUND_RUN_TIMEOUT: seconds(3600, 0.001),
+  BACKGROUND_RUN_LEASE: seconds(30, 0.5),
+  BACKGROUND_RUN_MAX_ATTEMPTS: int(3, 1, 1_000),
+  BACKGROUND_POLL_INTERVAL: seconds(1, 0.01),
+
   // Provider HTTP pool (LLM_HTTP_*)
   LLM_HTTP_MAX_CONNECTIONS: int(1000, 1),
   LLM_HTTP_MAX_KEEPALIVE_CONNECTIONS: int(100, 0),

@@ -187,7 +187,7 @@ export const runCreateSchema = z
     multitask_strategy: z.enum(["reject", "interrupt", "rollback", "enqueue"]).nullish(),
     if_not_exists: z.enum(["create", "reject"]).nullish(),
     on_completion: z.enum(["delete", "keep"]).nullish(),
-    after_seconds: z.number().nullish(),
+    after_seconds: z.number().min(0).max(31_536_000).nullish(),
     interrupt_before: z.union([z.literal("*"), z.array(z.string())]).nullish(),
     interrupt_after: z.union([z.literal("*"), z.array(z.string())]).nullish(),
     webhook: z.string().nullish(),

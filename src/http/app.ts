@@ -1,6 +1,7 @@
 import express, { type Express, type Request } from "express";
 import { AgentRuns } from "../conversations/agent-runs.ts";
 import { Assistants } from "../platform/assistants.ts";
+import { BackgroundRuns } from "../background/background-runs.ts";
 import { PlatformRuns } from "../platform/platform-runs.ts";
 import { PlatformThreads } from "../platform/platform-threads.ts";
 import { ConversationService } from "../conversations/conversation-service.ts";
@@ -17,6 +18,7 @@ import { errorHandler, notFound } from "./middleware/errors.ts";
 import { refuseOtherMethods } from "./middleware/method-not-allowed.ts";
 import { requestContext } from "./middleware/request-context.ts";
 import { toApiError } from "./error-answer.ts";
+import { failureEvents, PLATFORM_SSE } from "./event-stream.ts";
 import { IdempotentRequests } from "./idempotency.ts";
 import { mountOperations, requestMatcher, type MountSettings } from "./mount-operations.ts";
 import type { Operation } from "./operation.ts";
@@ -59,6 +61,19 @@ function routeServices(runtime: Runtime): RouteServices {
   const records = runtime.checkpoints.platform;
   const assistants = new Assistants(runtime.registry);
   const platformThreads = new PlatformThreads({ records, conversations, store, assistants, registry: runtime.registry });
+  const platformRuns = new PlatformRuns({ config, threads: platformThreads, records, assistants, turns, reporting, canceller: runtime.canceller });
+  const background = new BackgroundRuns({
+    config,
+    threads: platformThreads,
+    records,
+    queue: runtime.checkpoints.runQueue,
+    runs: platformRuns,
+    canceller: runtime.canceller,
+    streamLogs: runtime.streamLogs,
+    logger: runtime.logger,
+    failureEvents: (thrown, logger) => failureEvents(thrown, logger, config.ENV_MODE === "development", PLATFORM_SSE).events,
+  });
+  runtime.background.attach(background);
   return {
     runtime,
     conversations,
@@ -67,7 +82,8 @@ function routeServices(runtime: Runtime): RouteServices {
       assistants,
       records,
       threads: platformThreads,
-      runs: new PlatformRuns({ config, threads: platformThreads, records, assistants, turns, reporting, canceller: runtime.canceller }),
+      runs: platformRuns,
+      background,
     },
     history: new ConversationHistory({
       conversations,

@@ -27,6 +27,19 @@ export interface PlatformRunsDependencies {
   readonly canceller: RunCanceller;
 }
 
+/**
+ * What a background run brings to its execution: the id it was accepted under, which attempt this
+ * is, and when it was accepted. `writesEnd` says, once the run's events have ended, whether this
+ * execution records how it ended (false when the run is handed back to the queue, or another worker
+ * took it over).
+ */
+export interface BackgroundExecution {
+  readonly runId: string;
+  readonly attempt: number;
+  readonly createdAt: number;
+  writesEnd(): boolean;
+}
+
 /** A Platform run made for a request: the agenthost run, where it is, and what it answers when it ends. */
 export interface PlatformRunHandle {
   readonly run: AgentRun;
@@ -78,12 +91,13 @@ function modesOf(body: RunCreateRequest): StreamMode[] {
  * 422 not_supported naming it): background work (enqueue, rollback, delayed runs, webhooks) and the
  * stream modes without a graph mode behind them.
  */
-function refuseUnserved(body: RunCreateRequest): void {
+export function refuseUnserved(body: RunCreateRequest, background = false): void {
   const refuse = (what: string) => {
     throw new ServiceError("not_supported", { detail: `${what} is not supported by agenthost yet.` });
   };
-  if (body.multitask_strategy === "enqueue" || body.multitask_strategy === "rollback") refuse(`multitask_strategy "${body.multitask_strategy}"`);
-  if (body.after_seconds) refuse("after_seconds");
+  if (body.multitask_strategy === "rollback") refuse('multitask_strategy "rollback"');
+  if (!background && body.multitask_strategy === "enqueue") refuse('multitask_strategy "enqueue" on a run that is not a background run (POST /threads/{thread_id}/runs)');
+  if (!background && body.after_seconds) refuse("after_seconds on a run that is not a background run (POST /threads/{thread_id}/runs)");
   if (body.webhook) refuse("webhook");
   if (body.durability === "exit") refuse('durability "exit"');
   for (const mode of modesOf(body)) if (!servedMode(mode)) refuse(`stream_mode "${mode}"`);
@@ -129,27 +143,28 @@ export class PlatformRuns {
    * Make a run of `body` on the caller's thread `threadId` (undefined: a stateless run, on a thread of
    * its own that is deleted after it unless on_completion is "keep").
    */
-  async create(caller: PlatformCaller, threadId: string | undefined, body: RunCreateRequest, control: AbortController, logger: Logger): Promise<PlatformRunHandle> {
-    refuseUnserved(body);
-    const { threads, assistants, config } = this.deps;
-    const agent = assistants.agentOf(body.assistant_id);
-    const stateless = threadId === undefined;
-    let thread;
-    if (threadId === undefined) {
-      thread = await threads.createRecord(caller, { thread_id: randomUUID(), graph_id: agent.name, metadata: body.metadata ?? {} });
-    } else {
-      try {
-        thread = await threads.record(caller, threadId);
-      } catch (error) {
-        if (!(error instanceof ServiceError && error.kind === "thread_not_found" && body.if_not_exists === "create")) throw error;
-        thread = await threads.createRecord(caller, { thread_id: threadId, graph_id: agent.name, metadata: body.metadata ?? {}, if_exists: "do_nothing" });
-      }
-    }
-    thread = await threads.bind(thread, agent);
-    const conversation = threads.conversationOf(caller, thread)!;
-    if (body.multitask_strategy === "interrupt") await this.deps.canceller.cancel(conversation.storageKey);
+  async create(
+    caller: PlatformCaller,
+    threadId: string | undefined,
+    body: RunCreateRequest,
+    control: AbortController,
+    logger: Logger,
+    background?: BackgroundExecution,
+  ): Promise<PlatformRunHandle> {
+    refuseUnserved(body, background !== undefined);
+    const { config } = this.deps;
+    const { conversation, stateless } = await this.placed(caller, threadId, body);
+    // A background run's strategy was applied when it was accepted.
+    if (body.multitask_strategy === "interrupt" && !background) await this.deps.canceller.cancel(conversation.storageKey);
 
-    const envelope = runEnvelope(config, conversation, caller.principal, { recursion_limit: body.config?.recursion_limit ?? undefined }, callerConfigurable(body));
+    const envelope = runEnvelope(
+      config,
+      conversation,
+      caller.principal,
+      { recursion_limit: body.config?.recursion_limit ?? undefined },
+      callerConfigurable(body),
+      background?.runId,
+    );
     const checkpointId = body.checkpoint_id ?? body.checkpoint?.checkpoint_id ?? undefined;
     const graphConfig = {
       ...envelope.graphConfig,
@@ -164,8 +179,8 @@ export class PlatformRuns {
     const prepared: PreparedRun = { ...envelope, graphConfig, input: inputOf(body), checkInterrupts: false };
     const outcome: RunOutcome = { values: undefined, interrupts: [] };
     const run = new AgentRun(this.deps.turns, this.deps.reporting, conversation, prepared, control, undefined, logger);
-    const record = this.recorder(conversation, prepared, body, outcome);
-    const executor = platformChunks(modesOf(body), body.stream_subgraphs === true, outcome);
+    const record = this.recorder(conversation, prepared, body, outcome, background);
+    const executor = platformChunks(modesOf(body), body.stream_subgraphs === true, outcome, background?.attempt);
     const recorded: RunExecutor<PlatformEvent> = { mayBeFinal: executor.mayBeFinal, execute: (p, signal) => record(executor.execute(p, signal), signal) };
     return {
       run,
@@ -177,14 +192,47 @@ export class PlatformRuns {
   }
 
   /**
+   * Where a run of `body` goes: the caller's thread `threadId` (created first when asked to with
+   * `if_not_exists: "create"`), or a new thread of its own (undefined: a stateless run), bound to
+   * the run's agent.
+   */
+  async placed(caller: PlatformCaller, threadId: string | undefined, body: RunCreateRequest): Promise<{ readonly conversation: Conversation; readonly stateless: boolean }> {
+    const { threads, assistants } = this.deps;
+    const agent = assistants.agentOf(body.assistant_id);
+    const stateless = threadId === undefined;
+    let thread;
+    if (threadId === undefined) {
+      thread = await threads.createRecord(caller, { thread_id: randomUUID(), graph_id: agent.name, metadata: body.metadata ?? {} });
+    } else {
+      try {
+        thread = await threads.record(caller, threadId);
+      } catch (error) {
+        if (!(error instanceof ServiceError && error.kind === "thread_not_found" && body.if_not_exists === "create")) throw error;
+        thread = await threads.createRecord(caller, { thread_id: threadId, graph_id: agent.name, metadata: body.metadata ?? {}, if_exists: "do_nothing" });
+      }
+    }
+    thread = await threads.bind(thread, agent);
+    return { conversation: threads.conversationOf(caller, thread)!, stateless };
+  }
+
+  /**
    * The run's record once it has ended, wherever it ran: its record is read again, at first often
    * and then at most every second, until its status is final or `signal` aborts (the request's
    * deadline, or its client leaving). A run's final status is written before it frees its thread.
    */
-  async settled(userId: string, threadId: string, runId: string, signal: AbortSignal): Promise<PlatformRun | undefined> {
+  settled(userId: string, threadId: string, runId: string, signal: AbortSignal): Promise<PlatformRun | undefined> {
+    return this.until(userId, threadId, runId, signal, (status) => status !== "running" && status !== "pending");
+  }
+
+  /** The run's record once it has started (or ended): a background run waits in its queue first. */
+  started(userId: string, threadId: string, runId: string, signal: AbortSignal): Promise<PlatformRun | undefined> {
+    return this.until(userId, threadId, runId, signal, (status) => status !== "pending");
+  }
+
+  private async until(userId: string, threadId: string, runId: string, signal: AbortSignal, done: (status: RunStatus) => boolean): Promise<PlatformRun | undefined> {
     for (let delay = 10; ; delay = Math.min(delay * 2, 1_000)) {
       const run = await this.deps.records.getRun(userId, threadId, runId);
-      if (!run || (run.status !== "running" && run.status !== "pending")) return run;
+      if (!run || done(run.status)) return run;
       await sleep(delay, undefined, { signal });
     }
   }
@@ -193,13 +241,15 @@ export class PlatformRuns {
    * The run's record around its events, written under the lock: `running` and the thread `busy` as
    * it starts, then how it ended.
    */
-  private recorder(conversation: Conversation, prepared: PreparedRun, body: RunCreateRequest, outcome: RunOutcome) {
+  private recorder(conversation: Conversation, prepared: PreparedRun, body: RunCreateRequest, outcome: RunOutcome, background: BackgroundExecution | undefined) {
     const { records } = this.deps;
     const userId = conversation.userId;
     const threadId = conversation.threadId;
     return async function* (events: AsyncGenerator<PlatformEvent, void, undefined>, signal: AbortSignal): AsyncGenerator<PlatformEvent, void, undefined> {
       const now = Date.now();
-      await records.putRun({
+      // A background run's record exists since it was accepted (its kwargs are its whole request).
+      if (background) await records.setRunStatus(userId, threadId, prepared.runId, "running", now);
+      else await records.putRun({
         userId,
         threadId,
         runId: prepared.runId,
@@ -224,10 +274,13 @@ export class PlatformRuns {
           status = reason === "deadline" ? "timeout" : "interrupted";
           threadStatus = "idle";
         }
-        const end = Date.now();
-        // The record of how it ended must not turn a finished run into a failed one.
-        await records.setRunStatus(userId, threadId, prepared.runId, status, end).catch(() => undefined);
-        await records.updateThread(userId, threadId, { status: threadStatus, now: end }).catch(() => undefined);
+        // A background run handed back to the queue (or taken over) is not over: its record stays.
+        if (!background || background.writesEnd()) {
+          const end = Date.now();
+          // The record of how it ended must not turn a finished run into a failed one.
+          await records.setRunStatus(userId, threadId, prepared.runId, status, end).catch(() => undefined);
+          await records.updateThread(userId, threadId, { status: threadStatus, now: end }).catch(() => undefined);
+        }
       }
     };
   }

@@ -49,9 +49,10 @@ export function runEnvelope(
   principal: Principal,
   request: { recursion_limit?: number | undefined },
   configurable: Record<string, unknown> = {},
+  /** A run that was named before it started (a background run keeps its id on every attempt). */
+  runId: string = randomUUID(),
 ): Omit<PreparedRun, "input"> {
   const { agent, userId, threadId, storageKey: key } = conversation;
-  const runId = randomUUID();
   const feedbackToken =
     principal.needsFeedbackProof && config.FEEDBACK_SIGNING_SECRET
       ? signFeedbackProof(config.FEEDBACK_SIGNING_SECRET, userId, agent.name, runId)

@@ -45,6 +45,8 @@ function refuseToStart(error: unknown): Promise<never> {
  */
 async function drain(server: http.Server, runtime: WorkerRuntime, config: Config): Promise<void> {
   runtime.lifecycle.draining = true;
+  // Background runs: none taken from now on; those executing go on while the requests finish.
+  runtime.background.stopClaiming();
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
@@ -55,6 +57,8 @@ async function drain(server: http.Server, runtime: WorkerRuntime, config: Config
   await Promise.race([closed, grace]);
   clearTimeout(graceTimer);
   clearInterval(sweep);
+  // The background runs still executing go back to their queue and continue on another worker.
+  await runtime.background.handBack();
   // Runs still going when the grace ran out end as shutting_down (counted, their spans ended, an
   // error answer or event to their clients) before the connections close under them.
   if (runtime.activeRuns.stopAll(new RunAborted("shutdown")) > 0) {

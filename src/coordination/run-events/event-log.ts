@@ -39,7 +39,11 @@ export type LogReader = AsyncIterable<LogEntry>;
 
 /** Where resumable runs' events are kept while they run and STREAM_RESUME_TTL seconds after they end. */
 export interface EventLog {
-  /** Start recording `runId`, a run of `user` on the conversation with storage key `key` (its owner's). */
+  /**
+   * Start recording `runId`, a run of `user` on the conversation with storage key `key` (its owner's).
+   * Opening a run recorded already starts its record over (a background run's next attempt): readers of
+   * the old record stop.
+   */
   open(runId: string, key: string, user: string): RunEventWriter;
   /**
    * The entries of `runId` after sequence number `after`, live until the end; undefined when the run

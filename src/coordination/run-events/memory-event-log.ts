@@ -53,7 +53,11 @@ export class MemoryEventLog implements EventLog {
       for (const wake of wakers) wake();
     });
     const recording: Recording = { key, entries, made: 0, ended: false, budget, wakers };
+    // A run opened again (a background run's next attempt) starts its record over: readers of the
+    // old one stop.
+    const before = this.runs.get(runId);
     this.runs.set(runId, recording);
+    if (before) for (const wake of before.wakers) wake();
     const forget = this.forgetLater(runId, recording, this.options.maxAgeMs);
     const push = (entry: LogEntry, json: number) => {
       if (!this.budget.charge(budget, entryBytes(json))) return;

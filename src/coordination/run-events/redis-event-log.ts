@@ -10,6 +10,8 @@ const BATCH = 200;
 /** The id of a dropped record's one entry: after every `0-<seq>`, so every reader gets it next. */
 const DROPPED_ID = "1-0";
 const DROPPED_JSON = JSON.stringify(DROPPED);
+/** The note a writer publishes when it starts a run's record (over). */
+const RESET = "reset";
 
 export type RedisEventLogOptions = RedisSource & RecordBounds & {
   /** REDIS_KEY_PREFIX with its separator. */
@@ -100,7 +102,9 @@ export class RedisEventLog implements EventLog {
         .catch(failed);
     });
     let release = this.later(maxAgeMs, () => this.budget.release(budget));
-    this.client.set(owner, key, "PX", maxAgeMs).catch(failed);
+    // A run opened again (a background run's next attempt) starts its record over: readers of the
+    // old one stop when they get the note.
+    this.client.multi().del(events).set(owner, key, "PX", maxAgeMs).publish(added, RESET).exec().catch(failed);
     const add = (entry: LogEntry & { seq: number }, expireMs: number) => {
       const json = JSON.stringify(entry);
       if (!this.budget.charge(budget, entryBytes(json.length))) return;
@@ -142,7 +146,9 @@ export class RedisEventLog implements EventLog {
     const events = this.eventsKey(runId);
     let wake: (() => void) | undefined;
     let noted = false;
-    const subscription = this.link.subscribe(this.addedChannel(runId), () => {
+    let reset = false;
+    const subscription = this.link.subscribe(this.addedChannel(runId), (note) => {
+      if (note === RESET) reset = true;
       noted = true;
       wake?.();
     });
@@ -166,7 +172,7 @@ export class RedisEventLog implements EventLog {
       // Entries added before the subscription was confirmed are read by the first XRANGE below.
       await subscription.ready;
       for (;;) {
-        if (signal.aborted) return;
+        if (signal.aborted || reset) return;
         noted = false;
         const entries = (await this.client.xrange(events, `(0-${last}`, "+", "COUNT", BATCH)) as Array<[string, string[]]>;
         for (const [, fields] of entries) {

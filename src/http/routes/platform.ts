@@ -59,7 +59,7 @@ export function platformHandlers(services: RouteServices): Pick<
   | "joinRun"
   | "joinRunStream"
 > {
-  const { assistants, threads, runs, records } = services.platform;
+  const { assistants, threads, runs, records, background } = services.platform;
 
   const named = (asked: Asked, handle: PlatformRunHandle, rejoinable = false): AgentRun => {
     const { run } = handle;
@@ -125,6 +125,16 @@ export function platformHandlers(services: RouteServices): Pick<
     await threads.delete(callerOf(asked, asked.body.config?.configurable), handle.threadId, new AbortController()).catch((error: unknown) => {
       asked.logger.warn({ err_type: (error as Error).name, thread_id: handle.threadId }, "stateless run's thread not deleted");
     });
+  };
+
+  /** A background run, accepted: answered at once with its record (pending), named as any run is. */
+  const accepted = async (asked: RunAsked, threadId: string | undefined) => {
+    const run = await background.create(callerOf(asked, asked.body.config?.configurable), threadId, asked.body, asked.logger);
+    asked.announceRun(run.run_id);
+    const location = threadId === undefined ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`;
+    asked.setHeader("Content-Location", location);
+    if (threadId !== undefined) asked.setHeader("Location", `${location}/stream`);
+    return { status: 200 as const, body: run };
   };
 
   const runOf = async (asked: Asked, threadId: string, runId: string) => {
@@ -219,12 +229,8 @@ export function platformHandlers(services: RouteServices): Pick<
     threadRunWait: (asked) => waited(asked, asked.params.thread_id!),
     statelessRunStream: (asked) => streamed(asked, undefined),
     statelessRunWait: (asked) => waited(asked, undefined),
-    createThreadRun: () => {
-      throw new ServiceError("not_supported", { detail: "Background runs (POST /threads/{thread_id}/runs) are not supported yet; use /runs/stream or /runs/wait." });
-    },
-    createRun: () => {
-      throw new ServiceError("not_supported", { detail: "Background runs (POST /runs) are not supported yet; use /runs/stream or /runs/wait." });
-    },
+    createThreadRun: async (asked) => accepted(asked, asked.params.thread_id!),
+    createRun: async (asked) => accepted(asked, undefined),
     listRuns: async (asked) => {
       const thread = await threads.record(callerOf(asked), asked.params.thread_id!);
       const list = await records.listRuns(thread.userId, thread.threadId, { offset: asked.query.offset, limit: asked.query.limit, status: asked.query.status });
@@ -248,7 +254,7 @@ export function platformHandlers(services: RouteServices): Pick<
       const conversation = threads.conversationOf(caller, thread);
       const wait = asked.query.wait === "1" || asked.query.wait === "true";
       if (conversation && (run.status === "running" || run.status === "pending")) {
-        await services.runControl.cancelKey(conversation.storageKey);
+        await background.cancel(run, conversation.storageKey);
         if (wait) await runs.settled(thread.userId, thread.threadId, run.runId, asked.run.signal);
       }
       return wait ? { status: 204, body: null } : { status: 202, body: null };
@@ -258,6 +264,9 @@ export function platformHandlers(services: RouteServices): Pick<
       const thread = await threads.record(caller, asked.params.thread_id!);
       const conversation = threads.conversationOf(caller, thread);
       if (!conversation) throw new ServiceError("run_events_not_found");
+      // A background run still in its queue has no events yet: follow it once it starts.
+      const run = await records.getRun(thread.userId, thread.threadId, asked.params.run_id!);
+      if (run?.status === "pending") await runs.started(thread.userId, thread.threadId, run.runId, asked.run.signal);
       // `-1` (useStream's rejoin after a reload) and no header both replay from the first event.
       const last = asked.header("last-event-id")?.trim();
       const lastEventId = last === undefined || last === "" || last === "-1" ? undefined : last;

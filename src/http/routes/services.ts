@@ -4,6 +4,7 @@ import type { ConversationHistory } from "../../conversations/history.ts";
 import type { ConversationList } from "../../conversations/thread-list.ts";
 import type { RunControl } from "../../conversations/run-control.ts";
 import type { PlatformRecords } from "../../checkpoints/platform-records.ts";
+import type { BackgroundRuns } from "../../background/background-runs.ts";
 import type { Assistants } from "../../platform/assistants.ts";
 import type { PlatformRuns } from "../../platform/platform-runs.ts";
 import type { PlatformThreads } from "../../platform/platform-threads.ts";
@@ -25,6 +26,8 @@ export interface RouteServices {
     readonly threads: PlatformThreads;
     readonly runs: PlatformRuns;
     readonly records: PlatformRecords;
+    /** Background runs: accepted into the queue, executed by whichever worker claims them. */
+    readonly background: BackgroundRuns;
   };
 }
 

@@ -1,0 +1,314 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { Principal } from "../auth/principal.ts";
+import type { PlatformRecords, PlatformRun, RunStatus } from "../checkpoints/platform-records.ts";
+import type { QueuedRun, RunQueueStore } from "../checkpoints/run-queue.ts";
+import type { Config } from "../config/schema.ts";
+import type { RunCreateRequest } from "../contract/platform.ts";
+import type { RunCanceller } from "../coordination/cancel/run-canceller.ts";
+import type { RecordedEvent } from "../coordination/run-events/event-log.ts";
+import type { StreamLogs } from "../coordination/run-events/stream-logs.ts";
+import { RunAborted } from "../errors/classify.ts";
+import { ServiceError } from "../errors/service-error.ts";
+import type { Logger } from "../observability/logger.ts";
+import { assistantIdOf } from "../platform/assistants.ts";
+import { refuseUnserved, wireRun, type PlatformRuns, type WireRun } from "../platform/platform-runs.ts";
+import type { PlatformCaller, PlatformThreads } from "../platform/platform-threads.ts";
+import type { BackgroundWork } from "../runs/background-work.ts";
+
+export interface BackgroundRunsDependencies {
+  readonly config: Config;
+  readonly threads: PlatformThreads;
+  readonly records: PlatformRecords;
+  readonly queue: RunQueueStore;
+  readonly runs: PlatformRuns;
+  readonly canceller: RunCanceller;
+  readonly streamLogs: StreamLogs;
+  readonly logger: Logger;
+  /** The error events a failed run's record ends with, as a Platform stream writes them. */
+  readonly failureEvents: (thrown: unknown, logger: Logger) => unknown[];
+}
+
+/** What the queue keeps of who asked for a run: it executes as them, wherever it is claimed. */
+interface QueuedCaller {
+  readonly principal: Principal;
+  readonly namedUser: string | null;
+  /** A stateless run (POST /runs): its thread is its own. */
+  readonly stateless: boolean;
+}
+
+const FINAL: ReadonlySet<RunStatus> = new Set(["success", "error", "timeout", "interrupted"]);
+
+/** One run this worker executes: how to stop it, and whether it is being handed back. */
+interface ActiveRun {
+  readonly control: AbortController;
+  handingBack: boolean;
+  /** Another worker holds the run now (this worker's lease ran out). */
+  lost: boolean;
+  /** The run went back to the queue before it started (its conversation was busy). */
+  requeued: boolean;
+  done?: Promise<void>;
+}
+
+/**
+ * Background runs (`POST /threads/{thread_id}/runs`, `POST /runs`): accepted at once into the
+ * queue (the checkpoint database's run queue), then executed by whichever worker claims them, as a
+ * Platform run of the caller with no client: the same lock, record, events log (so `/stream` follows
+ * it and `/join` waits for it), metrics and span as any run, bounded by BACKGROUND_RUN_TIMEOUT.
+ *
+ * Each worker executes at most BACKGROUND_RUNS_PER_WORKER at once, beside its HTTP slots. It claims
+ * a run as soon as one is accepted on it or one of its own ends, and every BACKGROUND_POLL_INTERVAL
+ * (runs accepted elsewhere, delayed runs coming due, runs whose worker died). A claim is a lease,
+ * renewed while the run executes; a worker that dies leaves its lease to run out, and the run is
+ * claimed again (its attempt counted) and continues from its last checkpoint: the steps it completed
+ * never run again, the step that was running when the worker died runs again. A run claimed more than
+ * BACKGROUND_RUN_MAX_ATTEMPTS times ends `error`. A draining worker stops claiming, and hands back
+ * the runs still executing when its grace ends; they continue elsewhere.
+ */
+export class BackgroundRuns implements BackgroundWork {
+  /** This worker's name on the leases it holds. */
+  readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private readonly active = new Map<string, ActiveRun>();
+  private readonly timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private pumping = false;
+  private again = false;
+  private lastClaimError = 0;
+
+  constructor(private readonly deps: BackgroundRunsDependencies) {
+    if (deps.config.BACKGROUND_RUNS_PER_WORKER > 0) {
+      this.timer = setInterval(() => this.pump(), deps.config.BACKGROUND_POLL_INTERVAL * 1000);
+      this.timer.unref();
+      this.pump();
+    }
+  }
+
+  /** Runs executing on this worker now. */
+  get executing(): number {
+    return this.active.size;
+  }
+
+  /**
+   * Accept a background run of `body` on the caller's thread `threadId` (undefined: a stateless run
+   * on a thread of its own): recorded `pending` and queued, to start after `after_seconds`. The
+   * thread's multitask strategy applies now: `reject` (the default) refuses when the thread has a run
+   * pending or running (409 conversation_busy); `interrupt` stops the running run and drops the
+   * pending ones (each ends `interrupted`); `enqueue` queues the run behind them.
+   */
+  async create(caller: PlatformCaller, threadId: string | undefined, body: RunCreateRequest, logger: Logger): Promise<WireRun> {
+    refuseUnserved(body, true);
+    const { records, queue, runs } = this.deps;
+    const { conversation, stateless } = await runs.placed(caller, threadId, body);
+    const { userId, threadId: thread } = conversation;
+    const strategy = body.multitask_strategy ?? "reject";
+    const waiting = await queue.onThread(userId, thread);
+    if (waiting.length > 0 && strategy === "reject") {
+      throw new ServiceError("conversation_busy", { detail: "The thread has a run pending or running; wait for it, or send multitask_strategy enqueue or interrupt." });
+    }
+    if (waiting.length > 0 && strategy === "interrupt") {
+      for (const run of waiting) {
+        if (await queue.removeQueued(run.runId)) await records.setRunStatus(userId, thread, run.runId, "interrupted", Date.now());
+        else await this.deps.canceller.cancel(conversation.storageKey);
+      }
+    }
+    const now = Date.now();
+    const record: PlatformRun = {
+      userId,
+      threadId: thread,
+      runId: randomUUID(),
+      agentId: conversation.agent.name,
+      status: "pending",
+      metadata: body.metadata ?? {},
+      kwargs: JSON.parse(JSON.stringify(body)) as Record<string, unknown>,
+      multitaskStrategy: strategy,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await records.putRun(record);
+    const queued: QueuedCaller = { principal: caller.principal, namedUser: caller.namedUser ?? null, stateless };
+    await queue.add({
+      runId: record.runId,
+      userId,
+      threadId: thread,
+      availableAt: now + Math.round((body.after_seconds ?? 0) * 1000),
+      caller: queued as unknown as Record<string, unknown>,
+    });
+    logger.info({ run_id: record.runId, thread_id: thread, agent: record.agentId, after_seconds: body.after_seconds ?? 0 }, "background run accepted");
+    this.pump();
+    return wireRun(record, assistantIdOf(record.agentId));
+  }
+
+  /**
+   * Cancel a run: one still queued ends `interrupted` at once; one executing is stopped wherever it
+   * runs (and ends `interrupted`). Returns false when the run had ended already.
+   */
+  async cancel(run: PlatformRun, storageKey: string): Promise<boolean> {
+    if (FINAL.has(run.status)) return false;
+    if (await this.deps.queue.removeQueued(run.runId)) {
+      await this.deps.records.setRunStatus(run.userId, run.threadId, run.runId, "interrupted", Date.now());
+      return true;
+    }
+    await this.deps.canceller.cancel(storageKey);
+    return true;
+  }
+
+  /** Claim runs while this worker has room (one pass at a time; a call meanwhile asks for another pass). */
+  private pump(): void {
+    if (this.stopped || this.deps.config.BACKGROUND_RUNS_PER_WORKER === 0) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    void this.fill().finally(() => {
+      this.pumping = false;
+      if (this.again) {
+        this.again = false;
+        this.pump();
+      }
+    });
+  }
+
+  private async fill(): Promise<void> {
+    const { queue, config, logger } = this.deps;
+    const leaseMs = config.BACKGROUND_RUN_LEASE * 1000;
+    while (!this.stopped && this.active.size < config.BACKGROUND_RUNS_PER_WORKER) {
+      let claimed: QueuedRun | undefined;
+      try {
+        const now = Date.now();
+        claimed = await queue.claim(this.owner, now, now + leaseMs);
+      } catch (error) {
+        // The database is away: the next pass tries again. One line per minute at most.
+        if (Date.now() - this.lastClaimError > 60_000) {
+          this.lastClaimError = Date.now();
+          logger.warn({ err_type: (error as Error).name }, "background runs: claiming failed");
+        }
+        return;
+      }
+      if (!claimed) return;
+      this.launch(claimed);
+    }
+  }
+
+  /** Execute a claimed run under its lease and deadline; free its place (and look for more) when it ends. */
+  private launch(entry: QueuedRun): void {
+    const { queue, records, config, logger } = this.deps;
+    const leaseMs = config.BACKGROUND_RUN_LEASE * 1000;
+    const active: ActiveRun = { control: new AbortController(), handingBack: false, lost: false, requeued: false };
+    this.active.set(entry.runId, active);
+    const renewal = setInterval(() => {
+      queue.renew(entry.runId, this.owner, Date.now() + leaseMs).then(
+        (held) => {
+          if (held || active.lost) return;
+          active.lost = true;
+          active.control.abort(new RunAborted("lock_lost"));
+        },
+        () => undefined,
+      );
+    }, leaseMs / 3);
+    const deadline = setTimeout(() => active.control.abort(new RunAborted("deadline")), config.BACKGROUND_RUN_TIMEOUT * 1000);
+    const log = logger.child({ run_id: entry.runId, thread_id: entry.threadId, attempt: entry.attempt });
+    active.done = this.execute(entry, active, log)
+      .catch((error: unknown) => log.error({ err_type: (error as Error).name }, "background run failed outside its run"))
+      .then(async () => {
+        clearInterval(renewal);
+        clearTimeout(deadline);
+        if (active.lost || active.requeued) return;
+        if (active.handingBack) {
+          await queue.release(entry.runId, this.owner, Date.now(), true);
+          await records.setRunStatus(entry.userId, entry.threadId, entry.runId, "pending", Date.now());
+          log.info("background run handed back");
+        } else {
+          await queue.remove(entry.runId, this.owner);
+        }
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        this.active.delete(entry.runId);
+        this.pump();
+      });
+  }
+
+  private async execute(entry: QueuedRun, active: ActiveRun, log: Logger): Promise<void> {
+    const { records, runs, streamLogs, config, queue } = this.deps;
+    const { userId, threadId, runId } = entry;
+    const record = await records.getRun(userId, threadId, runId);
+    if (!record || FINAL.has(record.status)) return;
+    const ended = async (status: RunStatus) => {
+      await records.setRunStatus(userId, threadId, runId, status, Date.now());
+      await records.updateThread(userId, threadId, { status: status === "error" ? "error" : "idle", now: Date.now() });
+    };
+    if (entry.attempt > config.BACKGROUND_RUN_MAX_ATTEMPTS) {
+      log.error({ max_attempts: config.BACKGROUND_RUN_MAX_ATTEMPTS }, "background run given up: its workers stopped on every attempt");
+      await ended("error");
+      return;
+    }
+    const queued = entry.caller as unknown as QueuedCaller;
+    const caller: PlatformCaller = { principal: queued.principal, namedUser: queued.namedUser ?? undefined };
+    const request = record.kwargs as unknown as RunCreateRequest;
+    const body = entry.attempt > 1 ? await this.continued(caller, entry, request) : request;
+    log.info({ agent: record.agentId }, entry.attempt > 1 ? "background run resumed" : "background run started");
+    const writesEnd = () => !active.handingBack && !active.lost;
+    let handle;
+    let events;
+    try {
+      handle = await runs.create(caller, threadId, { ...body, multitask_strategy: undefined }, active.control, log, {
+        runId,
+        attempt: entry.attempt,
+        createdAt: record.createdAt,
+        writesEnd,
+      });
+      events = await handle.events();
+    } catch (error) {
+      if (error instanceof ServiceError && error.kind === "conversation_busy") {
+        // A run of the other API holds the conversation: wait for it, without counting an attempt.
+        await queue.release(runId, this.owner, Date.now() + config.BACKGROUND_POLL_INTERVAL * 1000, true);
+        active.requeued = true;
+        return;
+      }
+      log.warn({ error_code: error instanceof ServiceError ? error.kind : "error" }, "background run refused");
+      await ended("error");
+      return;
+    }
+    const writer = streamLogs.open(runId, handle.run.prepared.storageKey, userId);
+    try {
+      for await (const event of events.events) writer.append(event as unknown as RecordedEvent);
+      writer.end(true);
+    } catch (thrown) {
+      if (writesEnd()) {
+        for (const event of this.deps.failureEvents(thrown, log)) writer.append(event as RecordedEvent);
+        writer.end(false);
+      }
+    }
+    if (queued.stateless && request.on_completion !== "keep" && writesEnd()) {
+      await this.deps.threads.delete(caller, threadId, new AbortController()).catch(() => undefined);
+    }
+    log.info({ outcome: handle.run.ended ?? "unknown" }, "background run ended");
+  }
+
+  /**
+   * A run claimed again after its worker died continues from the last checkpoint it wrote (its input
+   * is in the thread already); one that wrote none starts over with its input.
+   */
+  private async continued(caller: PlatformCaller, entry: QueuedRun, request: RunCreateRequest): Promise<RunCreateRequest> {
+    const state = await this.deps.threads.state(caller, entry.threadId).catch(() => undefined);
+    if (state?.metadata?.run_id !== entry.runId) return request;
+    return { ...request, input: null, command: undefined, checkpoint: undefined, checkpoint_id: undefined };
+  }
+
+  /** Stop claiming runs (a draining worker); the ones executing go on. */
+  stopClaiming(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+  }
+
+  /** Hand the runs still executing back to the queue (stopped here, they continue on another worker). */
+  async handBack(): Promise<void> {
+    this.stopClaiming();
+    for (const active of this.active.values()) {
+      active.handingBack = true;
+      active.control.abort(new RunAborted("shutdown"));
+    }
+    await Promise.allSettled([...this.active.values()].map((active) => active.done));
+  }
+}

@@ -1,0 +1,186 @@
+// Background runs through LangGraph's own SDK against the real service, on each backend: a run
+// accepted at once and executed with no client (joined, listed, its events replayed), the multitask
+// strategies (reject, enqueue in order of arrival, interrupt), a delayed run, the cancel of a queued
+// run, another user's runs out of reach, and hostile input. Runs longer than REQUEST_TIMEOUT and the
+// background deadline are in the last describe.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { Client } from "@langchain/langgraph-sdk";
+import { gate } from "../fixtures/gated-agent.ts";
+import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
+import { memoryBackend, postgresBackend, sqliteBackend, type BackendUnderTest } from "../http/history-backends.ts";
+
+const GATED = "gated-agent";
+const STEPS = "steps-agent";
+const AGENTS = JSON.stringify(["./test/fixtures/gated-agent.ts:gatedAgent", "./test/fixtures/run-control-agents.ts:stepsAgent"]);
+
+type Message = { type: string; content: unknown };
+const messagesOf = (values: unknown): Message[] => (values as { messages?: Message[] } | undefined)?.messages ?? [];
+const human = (text: string) => ({ messages: [{ role: "user", content: text }] });
+
+/** Until `check` holds, looking again after each turn of the event loop (a bound catches a hang). */
+async function until(check: () => boolean | Promise<boolean>, what: string, ms = 30_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
+  describe(`background runs through the SDK (${make().name})`, { concurrency: false }, () => {
+    let backend: BackendUnderTest;
+    let service: RunningService;
+    let client: Client;
+    let bob: Client;
+
+    before(async () => {
+      backend = make();
+      service = await startService({
+        ...backend.env,
+        AGENT_PATHS: AGENTS,
+        AUTH_USERS: JSON.stringify({ alice: "alice-token", bob: "bob-token" }),
+        BACKGROUND_POLL_INTERVAL: "0.2",
+      });
+      client = new Client({ apiUrl: service.url, apiKey: "alice-token" });
+      bob = new Client({ apiUrl: service.url, apiKey: "bob-token" });
+    });
+    after(async () => {
+      gate.open();
+      await service?.close();
+      await backend?.cleanup();
+    });
+
+    test("a run is accepted at once, executes with no client, and is joined; its record and its events stay", async () => {
+      const thread = await client.threads.create();
+      const run = await client.runs.create(thread.thread_id, GATED, { input: human("in the background"), streamMode: ["values", "messages-tuple"] });
+      assert.ok(run.status === "pending" || run.status === "running", run.status);
+      assert.equal(run.thread_id, thread.thread_id);
+      await until(() => gate.waiting === 1, "the run waits at the gate");
+      assert.equal((await client.runs.get(thread.thread_id, run.run_id)).status, "running");
+      assert.equal((await client.threads.get(thread.thread_id)).status, "busy");
+      gate.open();
+      const values = await client.runs.join(thread.thread_id, run.run_id);
+      assert.deepEqual(messagesOf(values).map((message) => message.content), ["in the background", "through the gate"]);
+      assert.equal((await client.runs.get(thread.thread_id, run.run_id)).status, "success");
+      assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
+      assert.deepEqual((await client.runs.list(thread.thread_id)).map((listed) => listed.run_id), [run.run_id]);
+      const events = [];
+      for await (const part of client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "-1" })) events.push(part);
+      assert.equal(events[0]?.event, "metadata");
+      assert.deepEqual(events[0]?.data, { run_id: run.run_id, thread_id: thread.thread_id, attempt: 1 });
+      assert.ok(events.some((part) => part.event === "messages"), "the messages-tuple chunks were recorded");
+      assert.deepEqual(messagesOf(events.filter((part) => part.event === "values").at(-1)?.data).at(-1)?.content, "through the gate");
+      // A finished run's record may be deleted; a running one may not (above, it had to be cancelled first).
+      await client.runs.delete(thread.thread_id, run.run_id);
+      assert.deepEqual(await client.runs.list(thread.thread_id), []);
+    });
+
+    test("reject refuses a second run while one is pending or running; enqueue runs them one after another in order of arrival", async () => {
+      const thread = await client.threads.create();
+      const first = await client.runs.create(thread.thread_id, GATED, { input: human("one") });
+      await until(() => gate.waiting === 1, "the first run waits at the gate");
+      const refused = await call(service, "POST", `/threads/${thread.thread_id}/runs`, { assistant_id: GATED, input: human("refused") }, "alice-token");
+      assert.equal(refused.status, 409);
+      assert.equal(((await refused.json()) as { error_code: string }).error_code, "conversation_busy");
+      const second = await client.runs.create(thread.thread_id, GATED, { input: human("two"), multitaskStrategy: "enqueue" });
+      const third = await client.runs.create(thread.thread_id, GATED, { input: human("three"), multitaskStrategy: "enqueue" });
+      assert.equal((await client.runs.get(thread.thread_id, second.run_id)).status, "pending");
+      assert.equal((await client.runs.get(thread.thread_id, third.run_id)).status, "pending");
+      const statuses = async () => Promise.all([first, second, third].map(async (run) => (await client.runs.get(thread.thread_id, run.run_id)).status));
+      await until(async () => {
+        if (gate.waiting > 1) throw new Error("two runs of one thread executed at once");
+        gate.open();
+        return (await statuses()).every((status) => status === "success");
+      }, "the three runs succeeded");
+      const state = await client.threads.getState(thread.thread_id);
+      assert.deepEqual(
+        messagesOf(state.values).map((message) => message.content),
+        ["one", "through the gate", "two", "through the gate", "three", "through the gate"],
+      );
+    });
+
+    test("interrupt stops the running run (interrupted, its input kept) and drops the queued ones, then executes", async () => {
+      const thread = await client.threads.create();
+      const first = await client.runs.create(thread.thread_id, GATED, { input: human("first") });
+      await until(() => gate.waiting === 1, "the first run waits at the gate");
+      const queued = await client.runs.create(thread.thread_id, GATED, { input: human("queued"), multitaskStrategy: "enqueue" });
+      const urgent = await client.runs.create(thread.thread_id, GATED, { input: human("urgent"), multitaskStrategy: "interrupt" });
+      assert.equal((await client.runs.get(thread.thread_id, queued.run_id)).status, "interrupted");
+      await until(async () => (await client.runs.get(thread.thread_id, first.run_id)).status === "interrupted", "the first run ended interrupted");
+      await until(() => gate.waiting === 1, "the urgent run waits at the gate");
+      gate.open();
+      await client.runs.join(thread.thread_id, urgent.run_id);
+      assert.equal((await client.runs.get(thread.thread_id, urgent.run_id)).status, "success");
+      const contents = messagesOf((await client.threads.getState(thread.thread_id)).values).map((message) => message.content);
+      assert.deepEqual(contents, ["first", "urgent", "through the gate"]);
+    });
+
+    test("after_seconds delays a run; a queued run cancelled ends interrupted and never executes", async () => {
+      const thread = await client.threads.create();
+      const later = await client.runs.create(thread.thread_id, STEPS, { input: human("much later"), afterSeconds: 3600, multitaskStrategy: "enqueue" });
+      assert.equal(later.status, "pending");
+      await client.runs.cancel(thread.thread_id, later.run_id, true);
+      assert.equal((await client.runs.get(thread.thread_id, later.run_id)).status, "interrupted");
+
+      const accepted = Date.now();
+      const soon = await client.runs.create(thread.thread_id, STEPS, { input: human("soon"), afterSeconds: 1, config: { configurable: { steps: 1 } } });
+      assert.equal((await client.runs.get(thread.thread_id, soon.run_id)).status, "pending");
+      const values = await client.runs.join(thread.thread_id, soon.run_id);
+      assert.ok(Date.now() - accepted >= 1000, "not before its second");
+      assert.deepEqual(messagesOf(values).map((message) => message.content), ["soon", "step 1", "finished"]);
+    });
+
+    test("another user's background runs are out of reach: not found, not listed, not cancelled", async () => {
+      const thread = await client.threads.create();
+      const run = await client.runs.create(thread.thread_id, GATED, { input: human("mine") });
+      await until(() => gate.waiting === 1, "the run waits at the gate");
+      for (const attempt of [
+        () => bob.runs.get(thread.thread_id, run.run_id),
+        () => bob.runs.list(thread.thread_id),
+        () => bob.runs.cancel(thread.thread_id, run.run_id),
+        () => bob.runs.create(thread.thread_id, GATED, { input: human("theirs"), multitaskStrategy: "enqueue" }),
+        () => bob.runs.join(thread.thread_id, run.run_id),
+      ]) {
+        await assert.rejects(attempt(), (error: unknown) => (error as { status?: number }).status === 404);
+      }
+      assert.equal((await client.runs.get(thread.thread_id, run.run_id)).status, "running");
+      gate.open();
+      await client.runs.join(thread.thread_id, run.run_id);
+      assert.deepEqual((await client.runs.list(thread.thread_id)).map((listed) => listed.status), ["success"]);
+    });
+
+    test("hostile input: a negative or absurd delay, an unknown assistant and an unserved option are refused, nothing queued", async () => {
+      const thread = await client.threads.create();
+      const post = (body: Record<string, unknown>) => call(service, "POST", `/threads/${thread.thread_id}/runs`, body, "alice-token");
+      for (const after_seconds of [-1, 1e12, "soon"]) assert.equal((await post({ assistant_id: STEPS, input: null, after_seconds })).status, 422);
+      assert.equal((await post({ assistant_id: "no-such-agent", input: null })).status, 404);
+      const rollback = await post({ assistant_id: STEPS, input: null, multitask_strategy: "rollback" });
+      assert.equal(rollback.status, 422);
+      assert.deepEqual(await client.runs.list(thread.thread_id), []);
+    });
+  });
+}
+
+describe("background runs outlive REQUEST_TIMEOUT and end at BACKGROUND_RUN_TIMEOUT", () => {
+  let service: RunningService;
+  let client: Client;
+
+  before(async () => {
+    service = await startService({ AGENT_PATHS: AGENTS, REQUEST_TIMEOUT: "1", BACKGROUND_RUN_TIMEOUT: "8", BACKGROUND_POLL_INTERVAL: "0.2" });
+    client = new Client({ apiUrl: service.url, apiKey: TEST_TOKEN });
+  });
+  after(() => service?.close());
+
+  test("a run of three 700 ms steps succeeds under a 1 s REQUEST_TIMEOUT; one that waits a minute ends timeout", async () => {
+    const long = await client.threads.create();
+    const run = await client.runs.create(long.thread_id, STEPS, { input: human("take your time"), config: { configurable: { steps: 3, gap_ms: 700 } } });
+    const stuck = await client.threads.create();
+    const waiting = await client.runs.create(stuck.thread_id, STEPS, { input: human("wait"), config: { configurable: { steps: 1, sleep_ms: 60_000 } } });
+    await until(async () => (await client.runs.get(long.thread_id, run.run_id)).status === "success", "the long run succeeded");
+    const contents = messagesOf((await client.threads.getState(long.thread_id)).values).map((message) => message.content);
+    assert.deepEqual(contents, ["take your time", "step 1", "step 2", "step 3", "finished"]);
+    await until(async () => (await client.runs.get(stuck.thread_id, waiting.run_id)).status === "timeout", "the stuck run timed out", 60_000);
+    assert.equal((await client.threads.get(stuck.thread_id)).status, "idle");
+  });
+});
