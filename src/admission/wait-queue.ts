@@ -29,8 +29,8 @@ export class WaitQueue {
   }
 
   /** Wait for a hand-off. The waiter is queued before this returns, so `length` counts it at once. */
-  wait(signal?: AbortSignal): Promise<WaitOutcome> {
-    if (this.bounds.waitMs <= 0) return Promise.resolve("busy");
+  wait(signal?: AbortSignal, waits = true): Promise<WaitOutcome> {
+    if (!waits || this.bounds.waitMs <= 0) return Promise.resolve("busy");
     if (this.waiters.length >= this.bounds.maxWaiters) return Promise.resolve("queue_full");
     if (signal?.aborted) return Promise.resolve("aborted");
     return new Promise((resolve) => {

@@ -246,12 +246,12 @@ export class BackgroundRuns implements BackgroundWork {
     const queued = entry.caller as unknown as QueuedCaller;
     const caller: PlatformCaller = { principal: queued.principal, namedUser: queued.namedUser ?? undefined };
     const request = record.kwargs as unknown as RunCreateRequest;
-    const body = entry.attempt > 1 ? await this.continued(caller, entry, request) : request;
     log.info({ agent: record.agentId }, entry.attempt > 1 ? "background run resumed" : "background run started");
     const writesEnd = () => !active.handingBack && !active.lost;
     let handle;
     let events;
     try {
+      const body = await this.continued(caller, entry, request);
       handle = await runs.create(caller, threadId, { ...body, multitask_strategy: undefined }, active.control, log, {
         runId,
         attempt: entry.attempt,
@@ -287,12 +287,19 @@ export class BackgroundRuns implements BackgroundWork {
   }
 
   /**
-   * A run claimed again after its worker died continues from the last checkpoint it wrote (its input
-   * is in the thread already); one that wrote none starts over with its input.
+   * What this attempt runs. The first notes the thread's latest checkpoint before it starts; a run
+   * claimed again (its worker died, or was drained) that finds a newer one there wrote it (runs of
+   * a thread go one at a time), so it continues from it: its input is in the thread already. One
+   * that finds the same starts over with its input.
    */
   private async continued(caller: PlatformCaller, entry: QueuedRun, request: RunCreateRequest): Promise<RunCreateRequest> {
-    const state = await this.deps.threads.state(caller, entry.threadId).catch(() => undefined);
-    if (state?.metadata?.run_id !== entry.runId) return request;
+    const state = await this.deps.threads.state(caller, entry.threadId);
+    const head = state.checkpoint?.checkpoint_id ?? "";
+    if (entry.base === null) {
+      await this.deps.queue.setBase(entry.runId, this.owner, head);
+      return request;
+    }
+    if (head === entry.base) return request;
     return { ...request, input: null, command: undefined, checkpoint: undefined, checkpoint_id: undefined };
   }
 

@@ -107,6 +107,10 @@ export class GuardedRunQueue implements RunQueueStore {
     return this.gate.run(({ runQueue }) => runQueue.claim(owner, now, leaseUntil));
   }
 
+  setBase(runId: string, owner: string, base: string): Promise<void> {
+    return this.gate.run(({ runQueue }) => runQueue.setBase(runId, owner, base));
+  }
+
   renew(runId: string, owner: string, leaseUntil: number): Promise<boolean> {
     return this.gate.run(({ runQueue }) => runQueue.renew(runId, owner, leaseUntil));
   }

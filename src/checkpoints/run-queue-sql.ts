@@ -3,7 +3,7 @@ import type pg from "pg";
 import { withSetupLock } from "./pg-transaction.ts";
 import { RUN_QUEUE_TABLE, type NewQueuedRun, type QueuedRun, type RunQueueStore } from "./run-queue.ts";
 
-const COLUMNS = "run_id, user_id, thread_id, seq, state, available_at, lease_owner, lease_until, attempt, caller";
+const COLUMNS = "run_id, user_id, thread_id, seq, state, available_at, lease_owner, lease_until, attempt, caller, base";
 
 interface Row {
   run_id: string;
@@ -16,6 +16,7 @@ interface Row {
   lease_until: number | string;
   attempt: number;
   caller: string | Record<string, unknown>;
+  base: string | null;
 }
 
 function queuedRun(row: Row): QueuedRun {
@@ -30,6 +31,7 @@ function queuedRun(row: Row): QueuedRun {
     leaseUntil: Number(row.lease_until),
     attempt: Number(row.attempt),
     caller: typeof row.caller === "string" ? (JSON.parse(row.caller) as Record<string, unknown>) : row.caller,
+    base: row.base,
   };
 }
 
@@ -47,6 +49,7 @@ export class SqliteRunQueue implements RunQueueStore {
   private readonly addStmt;
   private readonly claimStmt;
   private readonly renewStmt;
+  private readonly setBaseStmt;
   private readonly releaseStmt;
   private readonly removeStmt;
   private readonly removeOwnedStmt;
@@ -66,6 +69,7 @@ VALUES (?, ?, ?, 'queued', ?, NULL, 0, 0, ?) ON CONFLICT (run_id) DO NOTHING`,
       `UPDATE ${table} SET state = 'running', lease_owner = @owner, lease_until = @until, attempt = attempt + 1
 WHERE run_id = (${claimable(table, (name) => `@${name}`)}) RETURNING ${COLUMNS}`,
     );
+    this.setBaseStmt = db.prepare(`UPDATE ${table} SET base = ? WHERE run_id = ? AND lease_owner = ?`);
     this.renewStmt = db.prepare(`UPDATE ${table} SET lease_until = ? WHERE run_id = ? AND state = 'running' AND lease_owner = ?`);
     this.releaseStmt = db.prepare(
       `UPDATE ${table} SET state = 'queued', lease_owner = NULL, lease_until = 0, available_at = ?, attempt = attempt - ? WHERE run_id = ? AND lease_owner = ?`,
@@ -85,6 +89,10 @@ WHERE run_id = (${claimable(table, (name) => `@${name}`)}) RETURNING ${COLUMNS}`
   async claim(owner: string, now: number, leaseUntil: number): Promise<QueuedRun | undefined> {
     const row = this.claimTx.immediate({ owner, until: leaseUntil, now });
     return row && queuedRun(row);
+  }
+
+  async setBase(runId: string, owner: string, base: string): Promise<void> {
+    this.setBaseStmt.run(base, runId, owner);
   }
 
   async renew(runId: string, owner: string, leaseUntil: number): Promise<boolean> {
@@ -125,7 +133,8 @@ export function createSqliteRunQueue(db: Database.Database): void {
   lease_owner TEXT,
   lease_until INTEGER NOT NULL,
   attempt INTEGER NOT NULL,
-  caller TEXT NOT NULL
+  caller TEXT NOT NULL,
+  base TEXT
 )`);
   db.exec(`CREATE INDEX IF NOT EXISTS ${RUN_QUEUE_TABLE}_by_thread ON ${RUN_QUEUE_TABLE} (user_id, thread_id, seq)`);
 }
@@ -156,7 +165,8 @@ export class PostgresRunQueue implements RunQueueStore {
   lease_owner TEXT,
   lease_until BIGINT NOT NULL,
   attempt INTEGER NOT NULL,
-  caller JSONB NOT NULL
+  caller JSONB NOT NULL,
+  base TEXT
 )`);
       await client.query(`CREATE INDEX IF NOT EXISTS ${RUN_QUEUE_TABLE}_by_thread ON ${this.table} (user_id, thread_id, seq)`);
     });
@@ -179,6 +189,10 @@ WHERE run_id = (${candidate}) RETURNING ${COLUMNS}`,
       [owner, leaseUntil, now],
     );
     return rows[0] && queuedRun(rows[0]);
+  }
+
+  async setBase(runId: string, owner: string, base: string): Promise<void> {
+    await this.pool.query(`UPDATE ${this.table} SET base = $1 WHERE run_id = $2 AND lease_owner = $3`, [base, runId, owner]);
   }
 
   async renew(runId: string, owner: string, leaseUntil: number): Promise<boolean> {

@@ -25,6 +25,11 @@ export interface QueuedRun {
   readonly attempt: number;
   /** Who asked for it (the principal and the user it named), as JSON: the run executes as them. */
   readonly caller: Record<string, unknown>;
+  /**
+   * The thread's latest checkpoint when the run first started ("" for none; null before it started):
+   * a later attempt that finds another one there continues from it.
+   */
+  readonly base: string | null;
 }
 
 export interface NewQueuedRun {
@@ -42,6 +47,8 @@ export interface RunQueueStore {
    * its lease run out; none of its thread's earlier runs left. Its attempt is counted.
    */
   claim(owner: string, now: number, leaseUntil: number): Promise<QueuedRun | undefined>;
+  /** Note the thread's latest checkpoint as the run first starts (QueuedRun.base), while `owner` holds it. */
+  setBase(runId: string, owner: string, base: string): Promise<void>;
   /** Extend the lease; false when `owner` no longer holds the run. */
   renew(runId: string, owner: string, leaseUntil: number): Promise<boolean>;
   /** Hand a run back (queued again, due at `availableAt`); `uncount` takes back the attempt its claim counted. */
@@ -63,7 +70,7 @@ export class MemoryRunQueue implements RunQueueStore {
 
   async add(run: NewQueuedRun): Promise<void> {
     if (this.rows.has(run.runId)) return;
-    this.rows.set(run.runId, { ...run, seq: ++this.seq, state: "queued", leaseOwner: null, leaseUntil: 0, attempt: 0, caller: structuredClone(run.caller) });
+    this.rows.set(run.runId, { ...run, seq: ++this.seq, state: "queued", leaseOwner: null, leaseUntil: 0, attempt: 0, caller: structuredClone(run.caller), base: null });
   }
 
   async claim(owner: string, now: number, leaseUntil: number): Promise<QueuedRun | undefined> {
@@ -81,6 +88,11 @@ export class MemoryRunQueue implements RunQueueStore {
       return { ...claimed, caller: structuredClone(claimed.caller) };
     }
     return undefined;
+  }
+
+  async setBase(runId: string, owner: string, base: string): Promise<void> {
+    const row = this.rows.get(runId);
+    if (row?.leaseOwner === owner) this.rows.set(runId, { ...row, base });
   }
 
   async renew(runId: string, owner: string, leaseUntil: number): Promise<boolean> {

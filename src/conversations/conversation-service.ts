@@ -84,10 +84,10 @@ export class ConversationService {
    * expired wait is refused; an abort while waiting reports the abort's reason; a lock service that
    * cannot answer is a failure. A lost lock aborts `run`: a run has one signal, whatever stops it.
    */
-  async hold(conversation: Conversation, run: AbortController): Promise<HeldConversation> {
+  async hold(conversation: Conversation, run: AbortController, waits = true): Promise<HeldConversation> {
     let outcome;
     try {
-      outcome = await this.deps.locks.acquire(conversation.storageKey, run.signal);
+      outcome = await this.deps.locks.acquire(conversation.storageKey, run.signal, waits);
     } catch (cause) {
       throw new ServiceError("lock_unavailable", { cause });
     }

@@ -130,7 +130,7 @@ export class Turns {
    * ends the events with a RunFailure.
    */
   async stream<E>(conversation: Conversation, prepared: PreparedRun, control: AbortController, executor: RunExecutor<E>, underLock?: UnderLock): Promise<RunStream<E>> {
-    const locked = await this.deps.conversations.hold(conversation, control);
+    const locked = await this.deps.conversations.hold(conversation, control, !prepared.refusesBusy);
     let run: PreparedRun;
     try {
       run = await this.start(conversation, prepared, underLock);

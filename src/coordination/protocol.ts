@@ -39,7 +39,7 @@ export type ToPrimary =
   | { ah: "refused"; message: string }
   | { ah: "live"; seq: number; stalled: number; app: MetricsJson }
   | { ah: "metrics"; seq: number; app: MetricsJson; process: MetricsJson }
-  | { ah: "lock.acquire"; id: number; key: string }
+  | { ah: "lock.acquire"; id: number; key: string; /** false: refuse a held key at once. */ waits?: false }
   | { ah: "lock.cancel"; id: number }
   | { ah: "lock.release"; id: number }
   | { ah: "ping"; id: number }

@@ -176,7 +176,11 @@ export class PlatformRuns {
       ...(body.config?.tags ? { tags: body.config.tags } : {}),
       ...(body.durability === "sync" || body.durability === "async" ? { durability: body.durability } : {}),
     };
-    const prepared: PreparedRun = { ...envelope, graphConfig, input: inputOf(body), checkInterrupts: false };
+    // The Platform API's `reject` refuses a busy thread at once, as LangGraph's server does: a client
+    // that sends the checkpoint it saw (Agent Chat UI does) must not run on it after another run has
+    // moved the thread on. A background run goes back to its queue when its thread is busy.
+    const refusesBusy = background !== undefined || (body.multitask_strategy ?? "reject") === "reject";
+    const prepared: PreparedRun = { ...envelope, graphConfig, input: inputOf(body), checkInterrupts: false, refusesBusy };
     const outcome: RunOutcome = { values: undefined, interrupts: [] };
     const run = new AgentRun(this.deps.turns, this.deps.reporting, conversation, prepared, control, undefined, logger);
     const record = this.recorder(conversation, prepared, body, outcome, background);

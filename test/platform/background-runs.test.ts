@@ -184,3 +184,36 @@ describe("background runs outlive REQUEST_TIMEOUT and end at BACKGROUND_RUN_TIME
     assert.equal((await client.threads.get(stuck.thread_id)).status, "idle");
   });
 });
+
+describe("a Platform run on a busy thread is refused at once, whatever THREAD_QUEUE_TIMEOUT", () => {
+  let service: RunningService;
+  let client: Client;
+
+  before(async () => {
+    service = await startService({ AGENT_PATHS: AGENTS, THREAD_QUEUE_TIMEOUT: "60" });
+    client = new Client({ apiUrl: service.url, apiKey: TEST_TOKEN });
+  });
+  after(async () => {
+    gate.open();
+    await service?.close();
+  });
+
+  test("reject answers 409 while the first run still waits, also for a run sent from the checkpoint the client saw; the thread does not fork", async () => {
+    const thread = await client.threads.create();
+    const first = client.runs.wait(thread.thread_id, GATED, { input: human("first") });
+    await until(() => gate.waiting === 1, "the first run waits at the gate");
+    const seen = await client.threads.getState(thread.thread_id);
+    for (const extra of [{}, { checkpoint: seen.checkpoint }]) {
+      const refused = await call(service, "POST", `/threads/${thread.thread_id}/runs/wait`, { assistant_id: GATED, input: human("second"), ...extra });
+      assert.equal(refused.status, 409);
+      assert.equal(((await refused.json()) as { error_code: string }).error_code, "conversation_busy");
+      assert.equal(gate.waiting, 1, "answered while the first run still waits");
+    }
+    gate.open();
+    await first;
+    const history = await client.threads.getHistory(thread.thread_id, { limit: 50 });
+    const contents = messagesOf(history[0]?.values).map((message) => message.content);
+    assert.deepEqual(contents, ["first", "through the gate"]);
+    assert.equal(new Set(history.map((state) => state.parent_checkpoint?.checkpoint_id ?? "")).size, history.length, "one branch");
+  });
+});

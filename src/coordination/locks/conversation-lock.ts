@@ -18,8 +18,11 @@ export type LockOutcome =
   | { readonly ok: false; readonly reason: Exclude<WaitOutcome, "granted"> };
 
 export interface ConversationLock {
-  /** Try to take the lock for `key`, waiting at most the configured queue time. */
-  acquire(key: string, signal?: AbortSignal): Promise<LockOutcome>;
+  /**
+   * Try to take the lock for `key`, waiting at most the configured queue time; `waits` false refuses
+   * a held lock at once (`busy`), whatever the queue time.
+   */
+  acquire(key: string, signal?: AbortSignal, waits?: boolean): Promise<LockOutcome>;
   /** Resolves when the coordination service answers; rejects otherwise (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

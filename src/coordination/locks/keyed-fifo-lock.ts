@@ -29,14 +29,15 @@ export class KeyedFifoLock {
     return this.held.get(key)?.length ?? 0;
   }
 
-  async acquire(key: string, signal?: AbortSignal): Promise<KeyedAcquire> {
+  /** Take `key`, or wait for it in its queue (`waits` false: refuse a held key at once, `busy`). */
+  async acquire(key: string, signal?: AbortSignal, waits = true): Promise<KeyedAcquire> {
     const queue = this.held.get(key);
     if (!queue) {
       this.held.set(key, new WaitQueue(this.bounds));
       return { outcome: "granted", waitedMs: 0 };
     }
     const started = performance.now();
-    const outcome = await queue.wait(signal);
+    const outcome = await queue.wait(signal, waits);
     // A grant after queueing always reports a positive wait: the metrics count those as queue waits.
     return { outcome, waitedMs: Math.max(performance.now() - started, 0.001) };
   }

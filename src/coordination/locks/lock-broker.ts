@@ -51,7 +51,7 @@ export class LockBroker {
     const owner = this.owners.get(ownerId);
     switch (message.ah) {
       case "lock.acquire":
-        if (owner) void this.acquire(ownerId, owner, message.id, message.key);
+        if (owner) void this.acquire(ownerId, owner, message.id, message.key, message.waits !== false);
         return true;
       case "lock.cancel":
         owner?.waiting.get(message.id)?.abort();
@@ -74,10 +74,10 @@ export class LockBroker {
     }
   }
 
-  private async acquire(ownerId: number, owner: Owner, id: number, key: string): Promise<void> {
+  private async acquire(ownerId: number, owner: Owner, id: number, key: string, waits: boolean): Promise<void> {
     const controller = new AbortController();
     owner.waiting.set(id, controller);
-    const { outcome, waitedMs } = await this.table.acquire(key, controller.signal);
+    const { outcome, waitedMs } = await this.table.acquire(key, controller.signal, waits);
     owner.waiting.delete(id);
     if (outcome === "granted") {
       if (this.owners.get(ownerId) !== owner) {

@@ -12,7 +12,7 @@ export type LockDecorator = (next: Acquire) => Acquire;
 
 /** `lock` with each decorator wrapped around the one before: the first sits next to the lock. */
 export function decorateLock(lock: ConversationLock, ...decorators: readonly LockDecorator[]): ConversationLock {
-  const innermost: Acquire = (key, signal) => lock.acquire(key, signal);
+  const innermost: Acquire = (key, signal, waits) => lock.acquire(key, signal, waits);
   return {
     acquire: decorators.reduce((next, decorate) => decorate(next), innermost),
     ping: () => lock.ping(),

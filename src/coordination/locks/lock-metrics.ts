@@ -10,12 +10,12 @@ import type { LockDecorator } from "./lock-decorator.ts";
  */
 export function countLockOutcomes(metrics: ServiceMetrics): LockDecorator {
   return (acquire) =>
-    async (key, signal): Promise<LockOutcome> => {
+    async (key, signal, waits): Promise<LockOutcome> => {
       const started = performance.now();
       let outcome: LockOutcome;
       metrics.lockAcquiring.inc();
       try {
-        outcome = await acquire(key, signal);
+        outcome = await acquire(key, signal, waits);
       } catch (error) {
         metrics.lockErrors.inc();
         throw error;

@@ -9,8 +9,8 @@ export class MemoryConversationLock implements ConversationLock {
     this.table = new KeyedFifoLock(policy);
   }
 
-  async acquire(key: string, signal?: AbortSignal): Promise<LockOutcome> {
-    const { outcome, waitedMs } = await this.table.acquire(key, signal);
+  async acquire(key: string, signal?: AbortSignal, waits = true): Promise<LockOutcome> {
+    const { outcome, waitedMs } = await this.table.acquire(key, signal, waits);
     if (outcome !== "granted") return { ok: false, reason: outcome };
     let released = false;
     return {

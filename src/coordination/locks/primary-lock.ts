@@ -35,12 +35,12 @@ export class PrimaryConversationLock implements ConversationLock {
     });
   }
 
-  async acquire(key: string, signal?: AbortSignal): Promise<LockOutcome> {
+  async acquire(key: string, signal?: AbortSignal, waits = true): Promise<LockOutcome> {
     if (this.requests.closed) throw new Error("the primary is gone");
     if (signal?.aborted) return { ok: false, reason: "aborted" };
     let reply: ToWorker;
     try {
-      reply = await this.requests.request((id) => ({ ah: "lock.acquire", id, key }), {
+      reply = await this.requests.request((id) => ({ ah: "lock.acquire", id, key, ...(waits ? {} : { waits: false }) }), {
         timeoutMs: this.policy.waitMs + BROKER_GRACE_MS,
         signal,
         abandon: (id) => this.requests.send({ ah: "lock.cancel", id }),

@@ -91,8 +91,9 @@ export class RedisConversationLock implements ConversationLock {
     return lease;
   }
 
-  async acquire(key: string, signal?: AbortSignal): Promise<LockOutcome> {
-    const { waitMs, maxWaiters } = this.options.policy;
+  async acquire(key: string, signal?: AbortSignal, waits = true): Promise<LockOutcome> {
+    const { maxWaiters } = this.options.policy;
+    const waitMs = waits ? this.options.policy.waitMs : 0;
     const queue = queueKey(this.options.keyPrefix, key);
     await this.connected();
     const started = performance.now();

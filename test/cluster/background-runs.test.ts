@@ -1,0 +1,112 @@
+// Background runs on bin/agenthost with two workers, on SQLite (one host, no Redis) and on
+// PostgreSQL with Redis: every worker killed with SIGKILL in the middle of a run, and the run still
+// ends `success` on a replacement, continued from its last checkpoint (each step once, one answer in
+// the thread, its second attempt in the events' metadata); runs enqueued on one thread across both
+// workers execute in order of arrival.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, describe, test } from "node:test";
+import { Client } from "@langchain/langgraph-sdk";
+import { Redis } from "ioredis";
+import { dropSchema, DATABASE_URL, uniqueSchema } from "../helpers/postgres.ts";
+import { REDIS_URL } from "../helpers/redis.ts";
+import { eventually, startCluster, TOKEN, type Cluster } from "./cluster-helper.ts";
+import { STEPS_AGENT } from "./run-control-helper.ts";
+
+const STEPS = "steps-agent";
+type Message = { content: unknown };
+const contents = (values: unknown) => ((values as { messages?: Message[] } | undefined)?.messages ?? []).map((message) => String(message.content));
+
+const TOPOLOGIES = [
+  { name: "SQLite, one host without Redis", env: () => ({}), cleanup: async () => {} },
+  (() => {
+    const schema = uniqueSchema("agenthost_bg");
+    const prefix = `agenthost-test:${randomUUID()}`;
+    return {
+      name: "PostgreSQL and Redis",
+      env: () => ({ MEMORY_BACKEND: "serverdb", DATABASE_URL, SERVERDB_SCHEMA: schema, REDIS_URL, REDIS_KEY_PREFIX: prefix }),
+      cleanup: async () => {
+        await dropSchema(schema);
+        const redis = new Redis(REDIS_URL);
+        const keys = await redis.keys(`${prefix}:*`);
+        if (keys.length) await redis.del(...keys);
+        redis.disconnect();
+      },
+    };
+  })(),
+];
+
+for (const topology of TOPOLOGIES) {
+  describe(`background runs on two workers (${topology.name})`, { concurrency: false }, () => {
+    let cluster: Cluster;
+    let client: Client;
+
+    before(async () => {
+      cluster = await startCluster({
+        ...topology.env(),
+        AGENT_PATHS: JSON.stringify([STEPS_AGENT]),
+        BACKGROUND_RUN_LEASE: "1",
+        BACKGROUND_POLL_INTERVAL: "0.2",
+      });
+      client = new Client({ apiUrl: cluster.url, apiKey: TOKEN});
+    });
+    after(async () => {
+      await cluster?.stop("SIGKILL");
+      await topology.cleanup();
+    });
+
+    /** The run's record, read through any worker (a killed one's connection fails: try again). */
+    const statusOf = async (threadId: string, runId: string) => {
+      try {
+        return (await client.runs.get(threadId, runId)).status;
+      } catch {
+        return "unreachable";
+      }
+    };
+
+    test("SIGKILL of every worker mid-run: the run ends success on a replacement, each step once, one answer", async () => {
+      const thread = await client.threads.create();
+      const run = await client.runs.create(thread.thread_id, STEPS, {
+        input: { messages: [{ role: "user", content: "survive" }] },
+        config: { configurable: { steps: 4, gap_ms: 600 } },
+      });
+      // Step 1 checkpointed: the run is well under way.
+      await eventually(async () => contents((await client.threads.getState(thread.thread_id)).values).includes("step 1"), 30_000, "step 1 stored");
+      const victims = cluster.workerPids();
+      assert.equal(victims.length, 2);
+      const mark = cluster.logs.length;
+      for (const pid of victims) process.kill(pid, "SIGKILL");
+      await eventually(() => cluster.logs.slice(mark).filter((line) => line.msg === "listening").length >= 2, 60_000, "both workers replaced");
+      await eventually(async () => (await statusOf(thread.thread_id, run.run_id)) === "success", 60_000, "the run succeeded");
+      assert.deepEqual(contents((await client.threads.getState(thread.thread_id)).values), ["survive", "step 1", "step 2", "step 3", "step 4", "finished"]);
+      const resumed = cluster.logs.find((line) => line.msg === "background run resumed" && line.run_id === run.run_id);
+      assert.ok(resumed, "a replacement resumed the run");
+      assert.ok(Number(resumed.attempt) >= 2);
+      const events = [];
+      for await (const part of client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "-1" })) events.push(part);
+      assert.equal((events[0]?.data as { attempt?: number }).attempt, resumed.attempt, "the recorded events are the last attempt's");
+    });
+
+    test("runs enqueued on one thread execute in order of arrival, whichever worker claims them", async () => {
+      const thread = await client.threads.create();
+      const runs = [];
+      for (const word of ["one", "two", "three", "four"]) {
+        runs.push(
+          await client.runs.create(thread.thread_id, STEPS, {
+            input: { messages: [{ role: "user", content: word }] },
+            config: { configurable: { steps: 1, gap_ms: 100 } },
+            multitaskStrategy: "enqueue",
+          }),
+        );
+      }
+      for (const run of runs) await client.runs.join(thread.thread_id, run.run_id);
+      for (const run of runs) assert.equal(await statusOf(thread.thread_id, run.run_id), "success");
+      assert.deepEqual(contents((await client.threads.getState(thread.thread_id)).values), [
+        ...["one", "step 1", "finished"],
+        ...["two", "step 1", "finished"],
+        ...["three", "step 1", "finished"],
+        ...["four", "step 1", "finished"],
+      ]);
+    });
+  });
+}
