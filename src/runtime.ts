@@ -28,6 +28,7 @@ import { ModelCallObserver } from "./observability/model-calls.ts";
 import { createTracing } from "./observability/load-tracing.ts";
 import { installUntracedRunContext } from "./observability/untraced-run-context.ts";
 import { BackgroundSlot } from "./runs/background-work.ts";
+import { openRunQueue } from "./background/open-run-queue.ts";
 
 /**
  * Control requests (POST /cancel) served at once per worker beyond REQUEST_MAX_CONCURRENT. A cancel
@@ -112,6 +113,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     cleanup.push(() => coordination.close());
     const { locks, activeRuns, canceller, streamLogs } = coordination;
     const background = new BackgroundSlot();
+    const runQueue = openRunQueue(config, checkpoints.runQueue, logger);
     return {
       config,
       logger,
@@ -138,10 +140,12 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       canceller,
       streamLogs,
       background,
+      runQueue,
       lifecycle: { draining: false },
       close: async () => {
         // Background runs still executing go back to their queue before the storage they need closes.
         await background.handBack();
+        await runQueue.close();
         await feedback.close();
         await observability.close();
         await coordination.close();

@@ -1,8 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import type { Principal } from "../auth/principal.ts";
 import type { PlatformRecords, PlatformRun, RunStatus } from "../checkpoints/platform-records.ts";
-import type { QueuedRun, RunQueueStore } from "../checkpoints/run-queue.ts";
 import type { Config } from "../config/schema.ts";
 import type { RunCreateRequest } from "../contract/platform.ts";
 import type { RunCanceller } from "../coordination/cancel/run-canceller.ts";
@@ -15,12 +13,13 @@ import { assistantIdOf } from "../platform/assistants.ts";
 import { refuseUnserved, wireRun, type PlatformRuns, type WireRun } from "../platform/platform-runs.ts";
 import type { PlatformCaller, PlatformThreads } from "../platform/platform-threads.ts";
 import type { BackgroundWork } from "../runs/background-work.ts";
+import type { ClaimedRun, Execution, ExecutionOutcome, RunQueueEngine } from "./run-queue-engine.ts";
 
 export interface BackgroundRunsDependencies {
   readonly config: Config;
   readonly threads: PlatformThreads;
   readonly records: PlatformRecords;
-  readonly queue: RunQueueStore;
+  readonly queue: RunQueueEngine;
   readonly runs: PlatformRuns;
   readonly canceller: RunCanceller;
   readonly streamLogs: StreamLogs;
@@ -39,17 +38,6 @@ interface QueuedCaller {
 
 const FINAL: ReadonlySet<RunStatus> = new Set(["success", "error", "timeout", "interrupted"]);
 
-/** One run this worker executes: how to stop it, and whether it is being handed back. */
-interface ActiveRun {
-  readonly control: AbortController;
-  handingBack: boolean;
-  /** Another worker holds the run now (this worker's lease ran out). */
-  lost: boolean;
-  /** The run went back to the queue before it started (its conversation was busy). */
-  requeued: boolean;
-  done?: Promise<void>;
-}
-
 /**
  * Background runs (`POST /threads/{thread_id}/runs`, `POST /runs`): accepted at once into the
  * queue (the checkpoint database's run queue), then executed by whichever worker claims them, as a
@@ -66,26 +54,8 @@ interface ActiveRun {
  * the runs still executing when its grace ends; they continue elsewhere.
  */
 export class BackgroundRuns implements BackgroundWork {
-  /** This worker's name on the leases it holds. */
-  readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  private readonly active = new Map<string, ActiveRun>();
-  private readonly timer: NodeJS.Timeout | undefined;
-  private stopped = false;
-  private pumping = false;
-  private again = false;
-  private lastClaimError = 0;
-
   constructor(private readonly deps: BackgroundRunsDependencies) {
-    if (deps.config.BACKGROUND_RUNS_PER_WORKER > 0) {
-      this.timer = setInterval(() => this.pump(), deps.config.BACKGROUND_POLL_INTERVAL * 1000);
-      this.timer.unref();
-      this.pump();
-    }
-  }
-
-  /** Runs executing on this worker now. */
-  get executing(): number {
-    return this.active.size;
+    deps.queue.start((run, execution) => this.execute(run, execution), deps.config.BACKGROUND_RUNS_PER_WORKER);
   }
 
   /**
@@ -106,8 +76,8 @@ export class BackgroundRuns implements BackgroundWork {
       throw new ServiceError("conversation_busy", { detail: "The thread has a run pending or running; wait for it, or send multitask_strategy enqueue or interrupt." });
     }
     if (waiting.length > 0 && strategy === "interrupt") {
-      for (const run of waiting) {
-        if (await queue.removeQueued(run.runId)) await records.setRunStatus(userId, thread, run.runId, "interrupted", Date.now());
+      for (const runId of waiting) {
+        if (await queue.removeQueued(runId)) await records.setRunStatus(userId, thread, runId, "interrupted", Date.now());
         else await this.deps.canceller.cancel(conversation.storageKey);
       }
     }
@@ -134,7 +104,7 @@ export class BackgroundRuns implements BackgroundWork {
       caller: queued as unknown as Record<string, unknown>,
     });
     logger.info({ run_id: record.runId, thread_id: thread, agent: record.agentId, after_seconds: body.after_seconds ?? 0 }, "background run accepted");
-    this.pump();
+    this.deps.queue.wake();
     return wireRun(record, assistantIdOf(record.agentId));
   }
 
@@ -152,88 +122,30 @@ export class BackgroundRuns implements BackgroundWork {
     return true;
   }
 
-  /** Claim runs while this worker has room (one pass at a time; a call meanwhile asks for another pass). */
-  private pump(): void {
-    if (this.stopped || this.deps.config.BACKGROUND_RUNS_PER_WORKER === 0) return;
-    if (this.pumping) {
-      this.again = true;
-      return;
-    }
-    this.pumping = true;
-    void this.fill().finally(() => {
-      this.pumping = false;
-      if (this.again) {
-        this.again = false;
-        this.pump();
+  /** Execute a claimed run within BACKGROUND_RUN_TIMEOUT; a failure outside the run itself is logged, and the run left to its queue. */
+  private async execute(run: ClaimedRun, execution: Execution): Promise<ExecutionOutcome> {
+    const log = this.deps.logger.child({ run_id: run.runId, thread_id: run.threadId, attempt: run.attempt });
+    const deadline = setTimeout(() => execution.control.abort(new RunAborted("deadline")), this.deps.config.BACKGROUND_RUN_TIMEOUT * 1000);
+    try {
+      const outcome = await this.executed(run, execution, log);
+      if (execution.handingBack()) {
+        await this.deps.records.setRunStatus(run.userId, run.threadId, run.runId, "pending", Date.now());
+        log.info("background run handed back");
       }
-    });
-  }
-
-  private async fill(): Promise<void> {
-    const { queue, config, logger } = this.deps;
-    const leaseMs = config.BACKGROUND_RUN_LEASE * 1000;
-    while (!this.stopped && this.active.size < config.BACKGROUND_RUNS_PER_WORKER) {
-      let claimed: QueuedRun | undefined;
-      try {
-        const now = Date.now();
-        claimed = await queue.claim(this.owner, now, now + leaseMs);
-      } catch (error) {
-        // The database is away: the next pass tries again. One line per minute at most.
-        if (Date.now() - this.lastClaimError > 60_000) {
-          this.lastClaimError = Date.now();
-          logger.warn({ err_type: (error as Error).name }, "background runs: claiming failed");
-        }
-        return;
-      }
-      if (!claimed) return;
-      this.launch(claimed);
+      return outcome;
+    } catch (error) {
+      log.error({ err_type: (error as Error).name }, "background run failed outside its run");
+      return "done";
+    } finally {
+      clearTimeout(deadline);
     }
   }
 
-  /** Execute a claimed run under its lease and deadline; free its place (and look for more) when it ends. */
-  private launch(entry: QueuedRun): void {
-    const { queue, records, config, logger } = this.deps;
-    const leaseMs = config.BACKGROUND_RUN_LEASE * 1000;
-    const active: ActiveRun = { control: new AbortController(), handingBack: false, lost: false, requeued: false };
-    this.active.set(entry.runId, active);
-    const renewal = setInterval(() => {
-      queue.renew(entry.runId, this.owner, Date.now() + leaseMs).then(
-        (held) => {
-          if (held || active.lost) return;
-          active.lost = true;
-          active.control.abort(new RunAborted("lock_lost"));
-        },
-        () => undefined,
-      );
-    }, leaseMs / 3);
-    const deadline = setTimeout(() => active.control.abort(new RunAborted("deadline")), config.BACKGROUND_RUN_TIMEOUT * 1000);
-    const log = logger.child({ run_id: entry.runId, thread_id: entry.threadId, attempt: entry.attempt });
-    active.done = this.execute(entry, active, log)
-      .catch((error: unknown) => log.error({ err_type: (error as Error).name }, "background run failed outside its run"))
-      .then(async () => {
-        clearInterval(renewal);
-        clearTimeout(deadline);
-        if (active.lost || active.requeued) return;
-        if (active.handingBack) {
-          await queue.release(entry.runId, this.owner, Date.now(), true);
-          await records.setRunStatus(entry.userId, entry.threadId, entry.runId, "pending", Date.now());
-          log.info("background run handed back");
-        } else {
-          await queue.remove(entry.runId, this.owner);
-        }
-      })
-      .catch(() => undefined)
-      .finally(() => {
-        this.active.delete(entry.runId);
-        this.pump();
-      });
-  }
-
-  private async execute(entry: QueuedRun, active: ActiveRun, log: Logger): Promise<void> {
-    const { records, runs, streamLogs, config, queue } = this.deps;
+  private async executed(entry: ClaimedRun, execution: Execution, log: Logger): Promise<ExecutionOutcome> {
+    const { records, runs, streamLogs, config } = this.deps;
     const { userId, threadId, runId } = entry;
     const record = await records.getRun(userId, threadId, runId);
-    if (!record || FINAL.has(record.status)) return;
+    if (!record || FINAL.has(record.status)) return "done";
     const ended = async (status: RunStatus) => {
       await records.setRunStatus(userId, threadId, runId, status, Date.now());
       await records.updateThread(userId, threadId, { status: status === "error" ? "error" : "idle", now: Date.now() });
@@ -241,18 +153,17 @@ export class BackgroundRuns implements BackgroundWork {
     if (entry.attempt > config.BACKGROUND_RUN_MAX_ATTEMPTS) {
       log.error({ max_attempts: config.BACKGROUND_RUN_MAX_ATTEMPTS }, "background run given up: its workers stopped on every attempt");
       await ended("error");
-      return;
+      return "done";
     }
     const queued = entry.caller as unknown as QueuedCaller;
     const caller: PlatformCaller = { principal: queued.principal, namedUser: queued.namedUser ?? undefined };
     const request = record.kwargs as unknown as RunCreateRequest;
-    log.info({ agent: record.agentId }, entry.attempt > 1 ? "background run resumed" : "background run started");
-    const writesEnd = () => !active.handingBack && !active.lost;
+    const { writesEnd } = execution;
     let handle;
     let events;
     try {
-      const body = await this.continued(caller, entry, request);
-      handle = await runs.create(caller, threadId, { ...body, multitask_strategy: undefined }, active.control, log, {
+      const body = await this.continued(caller, entry, execution, request);
+      handle = await runs.create(caller, threadId, { ...body, multitask_strategy: undefined }, execution.control, log, {
         runId,
         attempt: entry.attempt,
         createdAt: record.createdAt,
@@ -260,16 +171,13 @@ export class BackgroundRuns implements BackgroundWork {
       });
       events = await handle.events();
     } catch (error) {
-      if (error instanceof ServiceError && error.kind === "conversation_busy") {
-        // A run of the other API holds the conversation: wait for it, without counting an attempt.
-        await queue.release(runId, this.owner, Date.now() + config.BACKGROUND_POLL_INTERVAL * 1000, true);
-        active.requeued = true;
-        return;
-      }
+      // A run of the other API holds the conversation: wait for it, without counting an attempt.
+      if (error instanceof ServiceError && error.kind === "conversation_busy") return "busy";
       log.warn({ error_code: error instanceof ServiceError ? error.kind : "error" }, "background run refused");
       await ended("error");
-      return;
+      return "done";
     }
+    log.info({ agent: record.agentId }, entry.attempt > 1 ? "background run resumed" : "background run started");
     const writer = streamLogs.open(runId, handle.run.prepared.storageKey, userId);
     try {
       for await (const event of events.events) writer.append(event as unknown as RecordedEvent);
@@ -283,7 +191,8 @@ export class BackgroundRuns implements BackgroundWork {
     if (queued.stateless && request.on_completion !== "keep" && writesEnd()) {
       await this.deps.threads.delete(caller, threadId, new AbortController()).catch(() => undefined);
     }
-    log.info({ outcome: handle.run.ended ?? "unknown" }, "background run ended");
+    if (writesEnd()) log.info({ outcome: handle.run.ended ?? "unknown" }, "background run ended");
+    return "done";
   }
 
   /**
@@ -292,30 +201,22 @@ export class BackgroundRuns implements BackgroundWork {
    * a thread go one at a time), so it continues from it: its input is in the thread already. One
    * that finds the same starts over with its input.
    */
-  private async continued(caller: PlatformCaller, entry: QueuedRun, request: RunCreateRequest): Promise<RunCreateRequest> {
+  private async continued(caller: PlatformCaller, entry: ClaimedRun, execution: Execution, request: RunCreateRequest): Promise<RunCreateRequest> {
     const state = await this.deps.threads.state(caller, entry.threadId);
     const head = state.checkpoint?.checkpoint_id ?? "";
     if (entry.base === null) {
-      await this.deps.queue.setBase(entry.runId, this.owner, head);
+      await execution.setBase(head);
       return request;
     }
     if (head === entry.base) return request;
     return { ...request, input: null, command: undefined, checkpoint: undefined, checkpoint_id: undefined };
   }
 
-  /** Stop claiming runs (a draining worker); the ones executing go on. */
   stopClaiming(): void {
-    this.stopped = true;
-    clearInterval(this.timer);
+    this.deps.queue.stopClaiming();
   }
 
-  /** Hand the runs still executing back to the queue (stopped here, they continue on another worker). */
-  async handBack(): Promise<void> {
-    this.stopClaiming();
-    for (const active of this.active.values()) {
-      active.handingBack = true;
-      active.control.abort(new RunAborted("shutdown"));
-    }
-    await Promise.allSettled([...this.active.values()].map((active) => active.done));
+  handBack(): Promise<void> {
+    return this.deps.queue.handBack();
   }
 }

@@ -66,7 +66,7 @@ function routeServices(runtime: Runtime): RouteServices {
     config,
     threads: platformThreads,
     records,
-    queue: runtime.checkpoints.runQueue,
+    queue: runtime.runQueue,
     runs: platformRuns,
     canceller: runtime.canceller,
     streamLogs: runtime.streamLogs,

@@ -13,6 +13,7 @@ import type { ModelCatalog } from "../models/catalog.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { ServiceMetrics } from "../observability/metrics.ts";
 import type { Tracing } from "../observability/tracing.ts";
+import type { RunQueueEngine } from "../background/run-queue-engine.ts";
 import type { BackgroundSlot } from "../runs/background-work.ts";
 import type { RunTracker } from "../runs/run-tracker.ts";
 
@@ -32,7 +33,7 @@ export interface Runtime {
   readonly controlAdmission: AdmissionLimiter;
   readonly locks: ConversationLock;
   /** Readiness asks whether the database answers and has a free connection. */
-  readonly checkpoints: Pick<CheckpointBackend, "ping" | "saturated" | "threads" | "idempotency" | "platform" | "runQueue">;
+  readonly checkpoints: Pick<CheckpointBackend, "ping" | "saturated" | "threads" | "idempotency" | "platform">;
   /** The conversations as the service reads and writes them outside a graph (a run's head, history). */
   readonly conversations: ConversationStore;
   readonly registry: AgentRegistry;
@@ -51,6 +52,8 @@ export interface Runtime {
   readonly canceller: RunCanceller;
   /** The events of resumable streams (stream_resumable), for resuming after a dropped connection. */
   readonly streamLogs: StreamLogs;
+  /** Where background runs wait, and how this worker takes them (the checkpoint database, or BullMQ over REDIS_URL). */
+  readonly runQueue: RunQueueEngine;
   /** Where the app puts the worker's background-run executor (the worker drains it on shutdown). */
   readonly background: BackgroundSlot;
   /** Set when the worker stops accepting requests (shutdown). */

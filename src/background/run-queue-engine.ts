@@ -1,0 +1,62 @@
+import type { NewQueuedRun } from "../checkpoints/run-queue.ts";
+
+/** A run a worker has claimed from the queue: what it needs to execute it. */
+export interface ClaimedRun {
+  readonly runId: string;
+  readonly userId: string;
+  readonly threadId: string;
+  /** Claims of this run that counted (1 on its first start; a hand-back or a wait for a busy thread does not count). */
+  readonly attempt: number;
+  /** Who asked for it, as the engine keeps it (JSON). */
+  readonly caller: Record<string, unknown>;
+  /** The thread's latest checkpoint when the run first started ("" for none); null before it started. */
+  readonly base: string | null;
+}
+
+/** One execution of a claimed run, as its engine controls it. */
+export interface Execution {
+  /** Aborted when the engine takes the run away: the worker drains (hand-back) or lost its claim. */
+  readonly control: AbortController;
+  /** Whether this execution records how the run ended (false once it is handed back or lost). */
+  writesEnd(): boolean;
+  /** Whether the run is being handed back to the queue (it is pending again, not ended). */
+  handingBack(): boolean;
+  /** Note the thread's latest checkpoint as the run first starts. */
+  setBase(base: string): Promise<void>;
+}
+
+/**
+ * How an execution left its run: `done` (it reached its final status: out of the queue) or `busy`
+ * (its thread was held by another run: back to the queue, shortly, without counting an attempt).
+ */
+export type ExecutionOutcome = "done" | "busy";
+
+export type Execute = (run: ClaimedRun, execution: Execution) => Promise<ExecutionOutcome>;
+
+/**
+ * Where accepted background runs wait and how workers take them: the checkpoint database's run queue
+ * (one host without Redis, or PostgreSQL; src/background/database-engine.ts) or BullMQ over REDIS_URL
+ * (src/background/bullmq-engine.ts). Both keep an accepted run until it reaches a final status, give
+ * a run whose worker died to another worker with its attempt counted, start a delayed run when it is
+ * due, and start the runs of one thread one at a time, in the order they were accepted.
+ */
+export interface RunQueueEngine {
+  /** Which engine this is, for logs and metrics ("database" or "bullmq"). */
+  readonly name: string;
+  add(run: NewQueuedRun): Promise<void>;
+  /** The thread's runs still in the queue (waiting or executing), in order. */
+  onThread(userId: string, threadId: string): Promise<string[]>;
+  /** Take a run out of the queue before it started; false when it is executing or gone. */
+  removeQueued(runId: string): Promise<boolean>;
+  /** Runs waiting (due or not) and executing, across every worker. */
+  depth(): Promise<{ readonly waiting: number; readonly executing: number }>;
+  /** Start executing claimed runs with `execute`, at most `slots` at once on this worker. */
+  start(execute: Execute, slots: number): void;
+  /** Look for runs now (one was just accepted here). */
+  wake(): void;
+  /** Take no more runs. */
+  stopClaiming(): void;
+  /** Stop the runs executing here and give them back to the queue, to continue elsewhere. */
+  handBack(): Promise<void>;
+  close(): Promise<void>;
+}
