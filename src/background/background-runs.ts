@@ -56,6 +56,7 @@ const FINAL: ReadonlySet<RunStatus> = new Set(["success", "error", "timeout", "i
 export class BackgroundRuns implements BackgroundWork {
   constructor(private readonly deps: BackgroundRunsDependencies) {
     deps.queue.start((run, execution) => this.execute(run, execution), deps.config.BACKGROUND_RUNS_PER_WORKER);
+    deps.logger.info({ engine: deps.queue.name, slots: deps.config.BACKGROUND_RUNS_PER_WORKER }, "background runs: taking runs");
   }
 
   /**

@@ -1,10 +1,18 @@
 import type { RunQueueStore } from "../checkpoints/run-queue.ts";
 import type { Config } from "../config/schema.ts";
 import type { Logger } from "../observability/logger.ts";
+import { BullmqRunQueue } from "./bullmq-engine.ts";
 import { DatabaseRunQueue } from "./database-engine.ts";
 import type { RunQueueEngine } from "./run-queue-engine.ts";
 
-/** The worker's run queue: the checkpoint database's (`store`). */
+/**
+ * The worker's run queue: BullMQ over REDIS_URL when it is set (every host's workers share it),
+ * else the checkpoint database's (`store`: the workers of one host on SQLite, or every host on
+ * PostgreSQL).
+ */
 export function openRunQueue(config: Config, store: RunQueueStore, logger: Logger): RunQueueEngine {
-  return new DatabaseRunQueue(store, { leaseMs: config.BACKGROUND_RUN_LEASE * 1000, pollMs: config.BACKGROUND_POLL_INTERVAL * 1000, logger });
+  const leaseMs = config.BACKGROUND_RUN_LEASE * 1000;
+  const pollMs = config.BACKGROUND_POLL_INTERVAL * 1000;
+  if (config.REDIS_URL) return new BullmqRunQueue({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, leaseMs, pollMs, logger });
+  return new DatabaseRunQueue(store, { leaseMs, pollMs, logger });
 }

@@ -18,12 +18,13 @@ type Message = { content: unknown };
 const contents = (values: unknown) => ((values as { messages?: Message[] } | undefined)?.messages ?? []).map((message) => String(message.content));
 
 const TOPOLOGIES = [
-  { name: "SQLite, one host without Redis", env: () => ({}), cleanup: async () => {} },
+  { name: "SQLite, one host without Redis", engine: "database", env: () => ({}), cleanup: async () => {} },
   (() => {
     const schema = uniqueSchema("agenthost_bg");
     const prefix = `agenthost-test:${randomUUID()}`;
     return {
       name: "PostgreSQL and Redis",
+      engine: "bullmq",
       env: () => ({ MEMORY_BACKEND: "serverdb", DATABASE_URL, SERVERDB_SCHEMA: schema, REDIS_URL, REDIS_KEY_PREFIX: prefix }),
       cleanup: async () => {
         await dropSchema(schema);
@@ -79,6 +80,7 @@ for (const topology of TOPOLOGIES) {
       await eventually(() => cluster.logs.slice(mark).filter((line) => line.msg === "listening").length >= 2, 60_000, "both workers replaced");
       await eventually(async () => (await statusOf(thread.thread_id, run.run_id)) === "success", 60_000, "the run succeeded");
       assert.deepEqual(contents((await client.threads.getState(thread.thread_id)).values), ["survive", "step 1", "step 2", "step 3", "step 4", "finished"]);
+      assert.ok(cluster.logs.some((line) => line.msg === "background runs: taking runs" && line.engine === topology.engine), `the ${topology.engine} engine`);
       const resumed = cluster.logs.find((line) => line.msg === "background run resumed" && line.run_id === run.run_id);
       assert.ok(resumed, "a replacement resumed the run");
       assert.ok(Number(resumed.attempt) >= 2);

@@ -4,10 +4,13 @@
 // run, another user's runs out of reach, and hostile input. Runs longer than REQUEST_TIMEOUT and the
 // background deadline are in the last describe.
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
+import { Redis } from "ioredis";
 import { Client } from "@langchain/langgraph-sdk";
 import { gate } from "../fixtures/gated-agent.ts";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
+import { REDIS_URL } from "../helpers/redis.ts";
 import { memoryBackend, postgresBackend, sqliteBackend, type BackendUnderTest } from "../http/history-backends.ts";
 
 const GATED = "gated-agent";
@@ -27,8 +30,29 @@ async function until(check: () => boolean | Promise<boolean>, what: string, ms =
   }
 }
 
-for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
-  describe(`background runs through the SDK (${make().name})`, { concurrency: false }, () => {
+/** PostgreSQL with REDIS_URL: the BullMQ engine carries the runs. */
+function postgresWithRedis(): BackendUnderTest & { readonly label: string } {
+  const backend = postgresBackend();
+  const prefix = `agenthost-test:${randomUUID()}`;
+  return {
+    ...backend,
+    label: "serverdb, BullMQ over Redis",
+    env: { ...backend.env, REDIS_URL, REDIS_KEY_PREFIX: prefix },
+    cleanup: async () => {
+      await backend.cleanup();
+      const redis = new Redis(REDIS_URL);
+      const keys = await redis.keys(`${prefix}:*`);
+      if (keys.length) await redis.del(...keys);
+      redis.disconnect();
+    },
+  };
+}
+
+/** Every backend, and the two engines: the checkpoint database's queue (the first three) and BullMQ. */
+const ENGINES: ReadonlyArray<() => BackendUnderTest & { readonly label?: string }> = [memoryBackend, sqliteBackend, postgresBackend, postgresWithRedis];
+
+for (const make of ENGINES) {
+  describe(`background runs through the SDK (${make().label ?? make().name})`, { concurrency: false }, () => {
     let backend: BackendUnderTest;
     let service: RunningService;
     let client: Client;

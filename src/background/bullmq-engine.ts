@@ -1,0 +1,229 @@
+import { createHash } from "node:crypto";
+import { DelayedError, Queue, WaitingError, Worker, type Job } from "bullmq";
+import { Redis } from "ioredis";
+import type { NewQueuedRun } from "../checkpoints/run-queue.ts";
+import { RunAborted } from "../errors/classify.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { ClaimedRun, Execute, Execution, RunQueueEngine } from "./run-queue-engine.ts";
+
+/** The BullMQ queue of background runs. */
+export const RUN_QUEUE = "background-runs";
+
+export interface BullmqEngineOptions {
+  readonly url: string;
+  /** REDIS_KEY_PREFIX (without its separator). */
+  readonly keyPrefix: string;
+  /** BACKGROUND_RUN_LEASE, in milliseconds: BullMQ's job lock, and how often it looks for stalled jobs. */
+  readonly leaseMs: number;
+  /** BACKGROUND_POLL_INTERVAL, in milliseconds: how soon a run waiting for its thread looks again. */
+  readonly pollMs: number;
+  readonly logger: Logger;
+}
+
+/** A run's job: what the worker executing it needs, and what BullMQ's own counters do not say. */
+interface RunJob {
+  readonly runId: string;
+  readonly userId: string;
+  readonly threadId: string;
+  readonly caller: Record<string, unknown>;
+  /** When it may start, milliseconds since the epoch (after_seconds). */
+  readonly availableAt: number;
+  /** The thread's latest checkpoint when the run first started; null before. */
+  base: string | null;
+  /** Starts that were no attempt: waits for the thread, hand-backs. */
+  uncounted: number;
+}
+
+/** One run this worker executes. */
+interface Held {
+  readonly control: AbortController;
+  handingBack: boolean;
+}
+
+/** Kept a week for an operator to look at: a failed job is a fault of agenthost's, not of the run. */
+const KEEP_FAILED = { age: 7 * 24 * 3600 };
+
+/**
+ * Background runs on BullMQ over REDIS_URL, for a fleet of hosts: a run is a job (its id the run's),
+ * delayed jobs are `after_seconds`, and BullMQ's stalled-job detection is the crash recovery: a
+ * worker holds its job's lock for BACKGROUND_RUN_LEASE and renews it; a worker that dies leaves the
+ * lock to expire, and the job goes back to wait for another worker (its start counted by BullMQ).
+ *
+ * Runs of one thread start one at a time in the order they were accepted: each is added to its
+ * thread's sorted set (`<prefix>:bg:thread:<hash>`, scored by a counter) and leaves it when it
+ * ends; a job that is not first of its thread goes back to wait (delayed by BACKGROUND_POLL_INTERVAL,
+ * not counted as an attempt), and the run that ends promotes the next. The runs survive what the
+ * Redis server keeps: run Redis with persistence (AOF) for them to survive a restart of Redis itself.
+ */
+export class BullmqRunQueue implements RunQueueEngine {
+  readonly name = "bullmq";
+  private readonly connection: Redis;
+  private readonly queue: Queue<RunJob>;
+  private worker: Worker<RunJob> | undefined;
+  private workerConnection: Redis | undefined;
+  private readonly held = new Map<string, Held>();
+  private readonly prefix: string;
+
+  constructor(private readonly options: BullmqEngineOptions) {
+    this.prefix = options.keyPrefix;
+    this.connection = new Redis(options.url, { maxRetriesPerRequest: 1, connectionName: `agenthost:${process.pid}:runs` });
+    this.connection.on("error", () => {});
+    this.queue = new Queue<RunJob>(RUN_QUEUE, { connection: this.connection, prefix: `${this.prefix}:bull` });
+    this.queue.on("error", () => {});
+  }
+
+  private threadKey(userId: string, threadId: string): string {
+    const hash = createHash("sha256").update(JSON.stringify([userId, threadId])).digest("hex").slice(0, 32);
+    return `${this.prefix}:bg:thread:${hash}`;
+  }
+
+  async add(run: NewQueuedRun): Promise<void> {
+    const seq = await this.connection.incr(`${this.prefix}:bg:seq`);
+    await this.connection.zadd(this.threadKey(run.userId, run.threadId), seq, run.runId);
+    const data: RunJob = { runId: run.runId, userId: run.userId, threadId: run.threadId, caller: run.caller, availableAt: run.availableAt, base: null, uncounted: 0 };
+    await this.queue.add("run", data, {
+      jobId: run.runId,
+      delay: Math.max(0, run.availableAt - Date.now()),
+      attempts: 1,
+      removeOnComplete: true,
+      removeOnFail: KEEP_FAILED,
+    });
+  }
+
+  onThread(userId: string, threadId: string): Promise<string[]> {
+    return this.connection.zrange(this.threadKey(userId, threadId), 0, -1);
+  }
+
+  async removeQueued(runId: string): Promise<boolean> {
+    const job = await this.queue.getJob(runId);
+    if (!job) return false;
+    const state = await job.getState();
+    if (state !== "waiting" && state !== "delayed" && state !== "prioritized") return false;
+    try {
+      await job.remove();
+    } catch {
+      // Taken by a worker meanwhile: it is executing.
+      return false;
+    }
+    await this.leave(job.data);
+    return true;
+  }
+
+  async depth(): Promise<{ waiting: number; executing: number }> {
+    const counts = await this.queue.getJobCounts("waiting", "delayed", "prioritized", "active");
+    return { waiting: (counts.waiting ?? 0) + (counts.delayed ?? 0) + (counts.prioritized ?? 0), executing: counts.active ?? 0 };
+  }
+
+  start(execute: Execute, slots: number): void {
+    if (slots === 0) return;
+    const { leaseMs } = this.options;
+    this.workerConnection = new Redis(this.options.url, { maxRetriesPerRequest: null, connectionName: `agenthost:${process.pid}:runs-worker` });
+    this.workerConnection.on("error", () => {});
+    this.worker = new Worker<RunJob>(RUN_QUEUE, (job, token) => this.process(job, token!, execute), {
+      connection: this.workerConnection,
+      prefix: `${this.prefix}:bull`,
+      concurrency: slots,
+      lockDuration: leaseMs,
+      stalledInterval: leaseMs,
+      // A run's attempts are counted and bounded by BackgroundRuns (BACKGROUND_RUN_MAX_ATTEMPTS), so
+      // that a stalled run always comes back to be ended with its status.
+      maxStalledCount: Number.MAX_SAFE_INTEGER,
+    });
+    this.worker.on("error", (error) => this.options.logger.warn({ err_type: error.name }, "background runs: queue connection problem"));
+  }
+
+  wake(): void {
+    // BullMQ's workers are told of new jobs by Redis.
+  }
+
+  private async process(job: Job<RunJob>, token: string, execute: Execute): Promise<void> {
+    const data: RunJob = { ...job.data };
+    if (!(await this.firstOfThread(data))) await this.later(job, token, data, Date.now() + this.options.pollMs);
+    const held: Held = { control: new AbortController(), handingBack: false };
+    this.held.set(data.runId, held);
+    try {
+      const run: ClaimedRun = {
+        runId: data.runId,
+        userId: data.userId,
+        threadId: data.threadId,
+        attempt: job.attemptsStarted - data.uncounted,
+        caller: data.caller,
+        base: data.base,
+      };
+      const execution: Execution = {
+        control: held.control,
+        writesEnd: () => !held.handingBack,
+        handingBack: () => held.handingBack,
+        setBase: async (base) => {
+          data.base = base;
+          await job.updateData(data);
+        },
+      };
+      const outcome = await execute(run, execution);
+      if (held.handingBack) {
+        data.uncounted++;
+        await job.updateData(data);
+        await job.moveToWait(token);
+        throw new WaitingError();
+      }
+      if (outcome === "busy") await this.later(job, token, data, Date.now() + this.options.pollMs);
+      await this.leave(data);
+    } finally {
+      this.held.delete(data.runId);
+    }
+  }
+
+  /** Back to wait until `at`, not counted as an attempt. */
+  private async later(job: Job<RunJob>, token: string, data: RunJob, at: number): Promise<never> {
+    data.uncounted++;
+    await job.updateData(data);
+    await job.moveToDelayed(at, token);
+    throw new DelayedError();
+  }
+
+  /**
+   * Whether the run is first of its thread's runs. A first entry whose job is gone or finished
+   * (its end was not recorded: Redis went away at that moment) is dropped and the next looked at.
+   */
+  private async firstOfThread(data: RunJob): Promise<boolean> {
+    const key = this.threadKey(data.userId, data.threadId);
+    for (;;) {
+      const [first] = await this.connection.zrange(key, 0, 0);
+      if (first === undefined || first === data.runId) return true;
+      const blocker = await this.queue.getJob(first);
+      const state = blocker ? await blocker.getState() : "unknown";
+      if (state !== "completed" && state !== "failed" && state !== "unknown") return false;
+      await this.connection.zrem(key, first);
+    }
+  }
+
+  /** The run left the queue: out of its thread's order, and the thread's next run promoted if it waits only for its turn. */
+  private async leave(data: RunJob): Promise<void> {
+    const key = this.threadKey(data.userId, data.threadId);
+    await this.connection.zrem(key, data.runId);
+    const [next] = await this.connection.zrange(key, 0, 0);
+    if (next === undefined) return;
+    const job = await this.queue.getJob(next);
+    if (job && job.data.availableAt <= Date.now() && (await job.isDelayed())) await job.promote().catch(() => undefined);
+  }
+
+  stopClaiming(): void {
+    void this.worker?.pause(true).catch(() => undefined);
+  }
+
+  async handBack(): Promise<void> {
+    this.stopClaiming();
+    for (const held of this.held.values()) {
+      held.handingBack = true;
+      held.control.abort(new RunAborted("shutdown"));
+    }
+    await this.worker?.close().catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    await this.handBack();
+    await this.queue.close().catch(() => undefined);
+    this.connection.disconnect();
+    this.workerConnection?.disconnect();
+  }
+}
