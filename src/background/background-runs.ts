@@ -9,6 +9,7 @@ import type { StreamLogs } from "../coordination/run-events/stream-logs.ts";
 import { RunAborted } from "../errors/classify.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import type { Logger } from "../observability/logger.ts";
+import type { ServiceMetrics } from "../observability/metrics.ts";
 import { assistantIdOf } from "../platform/assistants.ts";
 import { refuseUnserved, wireRun, type PlatformRuns, type WireRun } from "../platform/platform-runs.ts";
 import type { PlatformCaller, PlatformThreads } from "../platform/platform-threads.ts";
@@ -24,6 +25,7 @@ export interface BackgroundRunsDependencies {
   readonly canceller: RunCanceller;
   readonly streamLogs: StreamLogs;
   readonly logger: Logger;
+  readonly metrics: ServiceMetrics;
   /** The error events a failed run's record ends with, as a Platform stream writes them. */
   readonly failureEvents: (thrown: unknown, logger: Logger) => unknown[];
 }
@@ -56,6 +58,7 @@ const FINAL: ReadonlySet<RunStatus> = new Set(["success", "error", "timeout", "i
 export class BackgroundRuns implements BackgroundWork {
   constructor(private readonly deps: BackgroundRunsDependencies) {
     deps.queue.start((run, execution) => this.execute(run, execution), deps.config.BACKGROUND_RUNS_PER_WORKER);
+    deps.metrics.backgroundQueueDepth = async () => (await deps.queue.depth()).waiting;
     deps.logger.info({ engine: deps.queue.name, slots: deps.config.BACKGROUND_RUNS_PER_WORKER }, "background runs: taking runs");
   }
 
@@ -127,6 +130,9 @@ export class BackgroundRuns implements BackgroundWork {
   private async execute(run: ClaimedRun, execution: Execution): Promise<ExecutionOutcome> {
     const log = this.deps.logger.child({ run_id: run.runId, thread_id: run.threadId, attempt: run.attempt });
     const deadline = setTimeout(() => execution.control.abort(new RunAborted("deadline")), this.deps.config.BACKGROUND_RUN_TIMEOUT * 1000);
+    const { metrics } = this.deps;
+    metrics.backgroundExecuting.inc();
+    if (run.attempt > 1) metrics.backgroundRetries.inc();
     try {
       const outcome = await this.executed(run, execution, log);
       if (execution.handingBack()) {
@@ -139,6 +145,7 @@ export class BackgroundRuns implements BackgroundWork {
       return "done";
     } finally {
       clearTimeout(deadline);
+      metrics.backgroundExecuting.dec();
     }
   }
 
@@ -148,6 +155,7 @@ export class BackgroundRuns implements BackgroundWork {
     const record = await records.getRun(userId, threadId, runId);
     if (!record || FINAL.has(record.status)) return "done";
     const ended = async (status: RunStatus) => {
+      this.deps.metrics.backgroundRuns.inc({ status });
       await records.setRunStatus(userId, threadId, runId, status, Date.now());
       await records.updateThread(userId, threadId, { status: status === "error" ? "error" : "idle", now: Date.now() });
     };
@@ -179,6 +187,10 @@ export class BackgroundRuns implements BackgroundWork {
       return "done";
     }
     log.info({ agent: record.agentId }, entry.attempt > 1 ? "background run resumed" : "background run started");
+    if (entry.attempt === 1) {
+      const due = record.createdAt + Math.round((request.after_seconds ?? 0) * 1000);
+      this.deps.metrics.backgroundQueueWait.observe(Math.max(0, Date.now() - due) / 1000);
+    }
     const writer = streamLogs.open(runId, handle.run.prepared.storageKey, userId);
     try {
       for await (const event of events.events) writer.append(event as unknown as RecordedEvent);
@@ -189,10 +201,14 @@ export class BackgroundRuns implements BackgroundWork {
         writer.end(false);
       }
     }
-    if (queued.stateless && request.on_completion !== "keep" && writesEnd()) {
-      await this.deps.threads.delete(caller, threadId, new AbortController()).catch(() => undefined);
+    if (writesEnd()) {
+      const status = (await records.getRun(userId, threadId, runId).catch(() => undefined))?.status ?? "error";
+      if (FINAL.has(status)) this.deps.metrics.backgroundRuns.inc({ status });
+      log.info({ outcome: handle.run.ended ?? "unknown", status }, "background run ended");
+      if (queued.stateless && request.on_completion !== "keep") {
+        await this.deps.threads.delete(caller, threadId, new AbortController()).catch(() => undefined);
+      }
     }
-    if (writesEnd()) log.info({ outcome: handle.run.ended ?? "unknown" }, "background run ended");
     return "done";
   }
 

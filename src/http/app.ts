@@ -71,6 +71,7 @@ function routeServices(runtime: Runtime): RouteServices {
     canceller: runtime.canceller,
     streamLogs: runtime.streamLogs,
     logger: runtime.logger,
+    metrics: runtime.metrics,
     failureEvents: (thrown, logger) => failureEvents(thrown, logger, config.ENV_MODE === "development", PLATFORM_SSE).events,
   });
   runtime.background.attach(background);

@@ -148,6 +148,42 @@ export class ServiceMetrics {
     registers: [this.registry],
   });
 
+  readonly backgroundQueued = new Gauge({
+    name: "agenthost_background_runs_queued",
+    help: "Background runs waiting in the run queue (due or delayed), across every worker and host: each worker reads the shared queue when scraped.",
+    // Every worker reads the same queue: the cluster shows one series, not their sum.
+    aggregator: "max",
+    registers: [this.registry],
+    collect: async () => {
+      const waiting = await this.backgroundQueueDepth?.().catch(() => undefined);
+      if (waiting !== undefined) this.backgroundQueued.set(waiting);
+    },
+  });
+  /** Where agenthost_background_runs_queued is read when scraped (set by the background runs). */
+  backgroundQueueDepth: (() => Promise<number>) | undefined;
+  readonly backgroundExecuting = new Gauge({
+    name: "agenthost_background_runs_executing",
+    help: "Background runs this worker executes now (at most BACKGROUND_RUNS_PER_WORKER).",
+    registers: [this.registry],
+  });
+  readonly backgroundRuns = new Counter({
+    name: "agenthost_background_runs_total",
+    help: "Background runs that reached a final status, by status (success, error, timeout, interrupted).",
+    labelNames: ["status"] as const,
+    registers: [this.registry],
+  });
+  readonly backgroundRetries = new Counter({
+    name: "agenthost_background_run_retries_total",
+    help: "Background runs taken again after the worker executing them died (each attempt after the first).",
+    registers: [this.registry],
+  });
+  readonly backgroundQueueWait = new Histogram({
+    name: "agenthost_background_run_queue_wait_seconds",
+    help: "Background runs from when they were due (accepted, or after_seconds later) to their first start.",
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
   private processMetricsOn = false;
 
   constructor() {
@@ -155,6 +191,7 @@ export class ServiceMetrics {
     for (const reason of ["service_busy", "shutting_down"]) this.admissionRejections.inc({ reason }, 0);
     for (const reason of ["busy", "queue_full", "wait_expired"]) this.lockConflicts.inc({ reason }, 0);
     for (const reason of ["slow_consumer", "deadline"]) this.streamCuts.inc({ reason }, 0);
+    for (const status of ["success", "error", "timeout", "interrupted"]) this.backgroundRuns.inc({ status }, 0);
   }
 
   /** Start the default process metrics; once per process (they hook the event loop and GC). */

@@ -241,3 +241,47 @@ describe("a Platform run on a busy thread is refused at once, whatever THREAD_QU
     assert.equal(new Set(history.map((state) => state.parent_checkpoint?.checkpoint_id ?? "")).size, history.length, "one branch");
   });
 });
+
+describe("background runs are measured", () => {
+  let service: RunningService;
+  let client: Client;
+
+  before(async () => {
+    service = await startService({ AGENT_PATHS: AGENTS, BACKGROUND_POLL_INTERVAL: "0.2" });
+    client = new Client({ apiUrl: service.url, apiKey: TEST_TOKEN });
+  });
+  after(async () => {
+    gate.open();
+    await service?.close();
+  });
+
+  /** One sample of the worker's registry, by name and labels. */
+  const sample = async (name: string, labels: Record<string, string> = {}): Promise<number> => {
+    const metrics = await service.runtime.metrics.registry.getMetricsAsJSON();
+    const found = metrics.find((metric) => metric.name === name) as { values: Array<{ value: number; labels: Record<string, unknown>; metricName?: string }> } | undefined;
+    const values = found?.values.filter((value) => Object.entries(labels).every(([key, want]) => value.labels[key] === want) && (value.metricName === undefined || value.metricName === name || value.metricName === `${name}_count`)) ?? [];
+    return values.reduce((sum, value) => sum + value.value, 0);
+  };
+
+  test("queued, executing, final statuses and the queue wait", async () => {
+    const thread = await client.threads.create();
+    const running = await client.runs.create(thread.thread_id, GATED, { input: human("measured") });
+    await until(() => gate.waiting === 1, "the run waits at the gate");
+    await client.runs.create(thread.thread_id, GATED, { input: human("behind it"), multitaskStrategy: "enqueue" });
+    assert.equal(await sample("agenthost_background_runs_executing"), 1);
+    assert.equal(await sample("agenthost_background_runs_queued"), 1);
+    assert.equal(await sample("agenthost_background_run_queue_wait_seconds"), 1, "one first start observed");
+    const stopped = await client.runs.create((await client.threads.create()).thread_id, STEPS, { input: human("stop me"), config: { configurable: { steps: 1, sleep_ms: 60_000 } } });
+    await until(async () => (await client.runs.get(stopped.thread_id, stopped.run_id)).status === "running", "the second thread's run started");
+    await client.runs.cancel(stopped.thread_id, stopped.run_id, true);
+    await until(async () => gate.waiting > 0 || (await client.runs.get(thread.thread_id, running.run_id)).status !== "running", "a gate to open");
+    await until(async () => {
+      gate.open();
+      return (await sample("agenthost_background_runs_total", { status: "success" })) === 2;
+    }, "both runs of the first thread succeeded");
+    assert.equal(await sample("agenthost_background_runs_total", { status: "interrupted" }), 1);
+    assert.equal(await sample("agenthost_background_runs_executing"), 0);
+    assert.equal(await sample("agenthost_background_runs_queued"), 0);
+    assert.equal(await sample("agenthost_background_run_retries_total"), 0);
+  });
+});
