@@ -10,6 +10,7 @@ import { RunAborted } from "../errors/classify.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { ServiceMetrics } from "../observability/metrics.ts";
+import type { Tracing } from "../observability/tracing.ts";
 import { assistantIdOf } from "../platform/assistants.ts";
 import { refuseUnserved, wireRun, type PlatformRuns, type WireRun } from "../platform/platform-runs.ts";
 import type { PlatformCaller, PlatformThreads } from "../platform/platform-threads.ts";
@@ -26,6 +27,7 @@ export interface BackgroundRunsDependencies {
   readonly streamLogs: StreamLogs;
   readonly logger: Logger;
   readonly metrics: ServiceMetrics;
+  readonly tracing: Tracing | undefined;
   /** The error events a failed run's record ends with, as a Platform stream writes them. */
   readonly failureEvents: (thrown: unknown, logger: Logger) => unknown[];
 }
@@ -36,6 +38,8 @@ interface QueuedCaller {
   readonly namedUser: string | null;
   /** A stateless run (POST /runs): its thread is its own. */
   readonly stateless: boolean;
+  /** The `traceparent` of the request that accepted it (tracing on). */
+  readonly createdBy?: string | undefined;
 }
 
 const FINAL: ReadonlySet<RunStatus> = new Set(["success", "error", "timeout", "interrupted"]);
@@ -99,7 +103,7 @@ export class BackgroundRuns implements BackgroundWork {
       updatedAt: now,
     };
     await records.putRun(record);
-    const queued: QueuedCaller = { principal: caller.principal, namedUser: caller.namedUser ?? null, stateless };
+    const queued: QueuedCaller = { principal: caller.principal, namedUser: caller.namedUser ?? null, stateless, createdBy: this.deps.tracing?.traceparent() };
     await queue.add({
       runId: record.runId,
       userId,
@@ -176,6 +180,7 @@ export class BackgroundRuns implements BackgroundWork {
         runId,
         attempt: entry.attempt,
         createdAt: record.createdAt,
+        createdBy: queued.createdBy,
         writesEnd,
       });
       events = await handle.events();

@@ -72,6 +72,7 @@ function routeServices(runtime: Runtime): RouteServices {
     streamLogs: runtime.streamLogs,
     logger: runtime.logger,
     metrics: runtime.metrics,
+    tracing: runtime.tracing,
     failureEvents: (thrown, logger) => failureEvents(thrown, logger, config.ENV_MODE === "development", PLATFORM_SSE).events,
   });
   runtime.background.attach(background);

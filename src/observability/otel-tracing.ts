@@ -141,16 +141,27 @@ export function createOtelTracing(config: Config, exporter: SpanExporter): Traci
       };
     },
 
+    traceparent(): string | undefined {
+      if (!trace.getSpan(context.active())) return undefined;
+      const carrier: Record<string, string> = {};
+      propagator.inject(context.active(), carrier, defaultTextMapSetter);
+      return carrier.traceparent;
+    },
+
     startRun(run: RunIdentity): RunTrace {
+      // A run another request created (a background run) starts a trace of its own, linked to it.
+      const creator = run.createdBy ? trace.getSpanContext(propagator.extract(ROOT_CONTEXT, { traceparent: run.createdBy }, defaultTextMapGetter)) : undefined;
+      const parent = run.createdBy ? ROOT_CONTEXT : context.active();
       const span = tracer.startSpan(`invoke_agent ${run.agent.name}`, {
+        ...(creator ? { links: [{ context: creator, attributes: { "agenthost.link": "created_by" } }] } : {}),
         attributes: {
           "gen_ai.operation.name": "invoke_agent",
           "gen_ai.agent.name": run.agent.name,
           "gen_ai.conversation.id": run.threadId,
           "agenthost.run_id": run.runId,
         },
-      });
-      const active = trace.setSpan(context.active(), span);
+      }, parent);
+      const active = trace.setSpan(parent, span);
       const end = ender(span);
       return {
         within: (work) => context.with(active, work),

@@ -9,8 +9,13 @@ import type { ModelCallTracer } from "./model-calls.ts";
 export interface Tracing {
   /** A server span for one HTTP request, its parent taken from the request's `traceparent`. */
   startRequest(req: IncomingMessage): RequestTrace;
-  /** A span for one agent run, child of the span active now (the request's). */
+  /**
+   * A span for one agent run, child of the span active now (the request's); a run with no request
+   * (a background run) starts a trace of its own, linked to the span of the request that created it.
+   */
   startRun(run: RunIdentity): RunTrace;
+  /** The active span as a W3C `traceparent`, to link work done later to it; undefined outside a span. */
+  traceparent(): string | undefined;
   /**
    * A span for one conversation-lock acquire, child of the active span; undefined outside a
    * request or run span (nothing to hang it under).
@@ -49,6 +54,8 @@ export interface RunIdentity {
   readonly runId: string;
   /** The public thread id. */
   readonly threadId: string;
+  /** The `traceparent` of the request that created the run, when another request (or none) executes it. */
+  readonly createdBy?: string | undefined;
 }
 
 export interface RunTrace {

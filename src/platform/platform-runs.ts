@@ -35,6 +35,8 @@ export interface PlatformRunsDependencies {
  */
 export interface BackgroundExecution {
   readonly runId: string;
+  /** The `traceparent` of the request that accepted it. */
+  readonly createdBy?: string | undefined;
   readonly attempt: number;
   readonly createdAt: number;
   writesEnd(): boolean;
@@ -180,7 +182,7 @@ export class PlatformRuns {
     // that sends the checkpoint it saw (Agent Chat UI does) must not run on it after another run has
     // moved the thread on. A background run goes back to its queue when its thread is busy.
     const refusesBusy = background !== undefined || (body.multitask_strategy ?? "reject") === "reject";
-    const prepared: PreparedRun = { ...envelope, graphConfig, input: inputOf(body), checkInterrupts: false, refusesBusy };
+    const prepared: PreparedRun = { ...envelope, graphConfig, input: inputOf(body), checkInterrupts: false, refusesBusy, createdBy: background?.createdBy };
     const outcome: RunOutcome = { values: undefined, interrupts: [] };
     const run = new AgentRun(this.deps.turns, this.deps.reporting, conversation, prepared, control, undefined, logger);
     const record = this.recorder(conversation, prepared, body, outcome, background);

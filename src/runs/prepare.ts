@@ -40,6 +40,8 @@ export interface PreparedRun extends RunConversation {
   readonly checkInterrupts: boolean;
   /** The request set recursion_limit (reaching it is then a refusal, not a failure). */
   readonly callerRecursionLimit: boolean;
+  /** The `traceparent` of the request that created the run (a background run's), linked from its span. */
+  readonly createdBy?: string | undefined;
   /** A busy conversation refuses the run at once (conversation_busy) instead of queueing it for THREAD_QUEUE_TIMEOUT. */
   readonly refusesBusy?: boolean;
 }

@@ -126,6 +126,10 @@ export function decodeTraceExportRequest(bytes: Uint8Array): unknown {
         span.traceId = hex(span.traceId);
         span.spanId = hex(span.spanId);
         span.parentSpanId = hex(span.parentSpanId);
+        for (const link of (span.links as Array<Record<string, unknown>> | undefined) ?? []) {
+          link.traceId = hex(link.traceId);
+          link.spanId = hex(link.spanId);
+        }
       }
     }
   }

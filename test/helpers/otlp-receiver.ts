@@ -8,6 +8,8 @@ export interface ReceivedSpan {
   readonly traceId: string;
   readonly spanId: string;
   readonly parentSpanId: string | undefined;
+  /** The spans this one links to (trace id and span id). */
+  readonly links: Array<{ readonly traceId: string; readonly spanId: string }>;
   readonly name: string;
   readonly kind: number;
   readonly attributes: Record<string, string | number | boolean>;
@@ -46,6 +48,7 @@ type ExportedTraces = {
         traceId: string;
         spanId: string;
         parentSpanId?: string;
+        links?: Array<{ traceId: string; spanId: string }>;
         name: string;
         kind: number;
         attributes?: KeyValue[];
@@ -88,6 +91,7 @@ function recorder(url: string, close: () => Promise<void>): { receiver: OtlpRece
             traceId: span.traceId,
             spanId: span.spanId,
             parentSpanId: span.parentSpanId || undefined,
+            links: (span.links ?? []).map((link) => ({ traceId: link.traceId, spanId: link.spanId })),
             name: span.name,
             kind: span.kind,
             attributes: plain(span.attributes),

@@ -126,6 +126,30 @@ describe("OpenTelemetry traces", () => {
     assert.equal(line?.trace_id, parent.traceId);
   });
 
+  test("a background run: a trace of its own, its run span linked to the request that accepted it", async () => {
+    const parent = traceparent();
+    const created = await post(service, "/threads", {});
+    const thread = ((await created.json()) as { thread_id: string }).thread_id;
+    const accepted = await post(service, `/threads/${thread}/runs`, { assistant_id: "chatbot-agent", input: { messages: [{ role: "user", content: "later" }] } }, { traceparent: parent.header });
+    assert.equal(accepted.status, 200);
+    const { run_id: runId } = (await accepted.json()) as { run_id: string };
+    const requestSpans = await traceOf(service, receiver, parent.traceId, "POST /threads/{thread_id}/runs");
+    const request = one(requestSpans, "POST /threads/{thread_id}/runs");
+    assert.ok(!requestSpans.some((s) => s.name === "invoke_agent chatbot-agent"), "the run is not under the request");
+    const deadline = Date.now() + 10_000;
+    let run;
+    while (!(run = receiver.spans.find((s) => s.name === "invoke_agent chatbot-agent" && s.attributes["agenthost.run_id"] === runId))) {
+      assert.ok(Date.now() < deadline, "the background run's span was exported");
+      const exported = receiver.nextExport();
+      await service.runtime.tracing!.flush();
+      await Promise.race([exported, new Promise((resolve) => setImmediate(resolve))]);
+    }
+    assert.notEqual(run.traceId, parent.traceId, "a trace of its own");
+    assert.equal(run.parentSpanId, undefined);
+    assert.deepEqual(run.links, [{ traceId: parent.traceId, spanId: request.spanId }]);
+    assert.equal(run.attributes["agenthost.outcome"], "ok");
+  });
+
   test("a token stream: the model call under the run carries its time to first token", async () => {
     const parent = traceparent();
     const res = await post(service, "/stream", { input: { message: "tell me more" }, stream_tokens: true }, { traceparent: parent.header });
