@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { z } from "zod";
 
 /**
@@ -83,6 +84,18 @@ function agentPathsFormat(raw: string): string {
 }
 
 const nonEmpty = z.string().min(1, { error: "must not be empty" });
+
+/**
+ * One entry of WEBHOOK_ALLOWED_HOSTS: a host name (matched exactly), an IP address, or a CIDR block
+ * (`10.0.0.0/8`, `fd00::/8`); IPv6 may be written in brackets.
+ */
+function isAllowedHostEntry(entry: string): boolean {
+  const [address, prefix, extra] = entry.replace(/^\[(.*)\]$/, "$1").split("/");
+  if (extra !== undefined || !address) return false;
+  const version = isIP(address);
+  if (prefix !== undefined) return version !== 0 && /^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128);
+  return version !== 0 || /^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/.test(address);
+}
 
 export const modelConfigSchema = z.strictObject({
   provider: z.enum(["openai", "anthropic", "google", "fake"]),
@@ -243,6 +256,22 @@ export const configShape = {
   BACKGROUND_RUN_LEASE: seconds(30, 0.5),
   BACKGROUND_RUN_MAX_ATTEMPTS: int(3, 1, 1_000),
   BACKGROUND_POLL_INTERVAL: seconds(1, 0.01),
+
+  // Completion webhooks of background runs (src/background/webhook-*.ts)
+  WEBHOOK_SIGNING_SECRET: z.preprocess(unsetIfEmpty, z.string().min(32, { error: "must be at least 32 characters" }).optional()),
+  WEBHOOK_ALLOWED_HOSTS: z.preprocess(
+    unsetIfEmpty,
+    z
+      .string()
+      .transform((v) => v.split(",").map((entry) => entry.trim().toLowerCase()).filter(Boolean))
+      .pipe(z.array(z.string().refine(isAllowedHostEntry, { error: "lists something that is not a host name, an IP address or a CIDR block (e.g. 10.0.0.0/8)" })))
+      .default([]),
+  ),
+  WEBHOOK_MAX_ATTEMPTS: int(5, 1, 100),
+  WEBHOOK_TIMEOUT: seconds(10, 0.001),
+  WEBHOOK_RETRY_DELAY: seconds(1, 0.001),
+  WEBHOOK_MAX_BYTES: int(1024 * 1024, 1024, 64 * 1024 * 1024),
+  WEBHOOK_MAX_PENDING: int(1000, 1, 1_000_000),
 
   // Provider HTTP pool (LLM_HTTP_*)
   LLM_HTTP_MAX_CONNECTIONS: int(1000, 1),
