@@ -42,6 +42,9 @@ interface QueuedCaller {
   readonly createdBy?: string | undefined;
 }
 
+/** The run's claim went to another worker before this one started it. */
+class RunTakenOver extends Error {}
+
 const FINAL: ReadonlySet<RunStatus> = new Set(["success", "error", "timeout", "interrupted"]);
 
 /**
@@ -187,6 +190,7 @@ export class BackgroundRuns implements BackgroundWork {
     } catch (error) {
       // A run of the other API holds the conversation: wait for it, without counting an attempt.
       if (error instanceof ServiceError && error.kind === "conversation_busy") return "busy";
+      if (error instanceof RunTakenOver) return "done";
       log.warn({ error_code: error instanceof ServiceError ? error.kind : "error" }, "background run refused");
       await ended("error");
       return "done";
@@ -227,7 +231,8 @@ export class BackgroundRuns implements BackgroundWork {
     const state = await this.deps.threads.state(caller, entry.threadId);
     const head = state.checkpoint?.checkpoint_id ?? "";
     if (entry.base === null) {
-      await execution.setBase(head);
+      // Another worker took the run over meanwhile (this one stalled past its lease): it executes it.
+      if (!(await execution.setBase(head))) throw new RunTakenOver();
       return request;
     }
     if (head === entry.base) return request;

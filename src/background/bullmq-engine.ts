@@ -157,6 +157,7 @@ export class BullmqRunQueue implements RunQueueEngine {
         setBase: async (base) => {
           data.base = base;
           await job.updateData(data);
+          return true;
         },
       };
       const outcome = await execute(run, execution);

@@ -129,7 +129,11 @@ export class DatabaseRunQueue implements RunQueueEngine {
       control: held.control,
       writesEnd: () => !held.handingBack && !held.lost,
       handingBack: () => held.handingBack,
-      setBase: (base) => store.setBase(run.runId, this.owner, base),
+      setBase: async (base) => {
+        if (await store.setBase(run.runId, this.owner, base)) return true;
+        held.lost = true;
+        return false;
+      },
     };
     held.done = this.execute!(run, execution)
       .then(async (outcome) => {

@@ -21,8 +21,8 @@ export interface Execution {
   writesEnd(): boolean;
   /** Whether the run is being handed back to the queue (it is pending again, not ended). */
   handingBack(): boolean;
-  /** Note the thread's latest checkpoint as the run first starts. */
-  setBase(base: string): Promise<void>;
+  /** Note the thread's latest checkpoint as the run first starts; false when the run is no longer this worker's. */
+  setBase(base: string): Promise<boolean>;
 }
 
 /**

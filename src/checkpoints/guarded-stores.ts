@@ -107,7 +107,7 @@ export class GuardedRunQueue implements RunQueueStore {
     return this.gate.run(({ runQueue }) => runQueue.claim(owner, now, leaseUntil));
   }
 
-  setBase(runId: string, owner: string, base: string): Promise<void> {
+  setBase(runId: string, owner: string, base: string): Promise<boolean> {
     return this.gate.run(({ runQueue }) => runQueue.setBase(runId, owner, base));
   }
 

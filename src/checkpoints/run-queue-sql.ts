@@ -91,8 +91,8 @@ WHERE run_id = (${claimable(table, (name) => `@${name}`)}) RETURNING ${COLUMNS}`
     return row && queuedRun(row);
   }
 
-  async setBase(runId: string, owner: string, base: string): Promise<void> {
-    this.setBaseStmt.run(base, runId, owner);
+  async setBase(runId: string, owner: string, base: string): Promise<boolean> {
+    return this.setBaseStmt.run(base, runId, owner).changes > 0;
   }
 
   async renew(runId: string, owner: string, leaseUntil: number): Promise<boolean> {
@@ -191,8 +191,9 @@ WHERE run_id = (${candidate}) RETURNING ${COLUMNS}`,
     return rows[0] && queuedRun(rows[0]);
   }
 
-  async setBase(runId: string, owner: string, base: string): Promise<void> {
-    await this.pool.query(`UPDATE ${this.table} SET base = $1 WHERE run_id = $2 AND lease_owner = $3`, [base, runId, owner]);
+  async setBase(runId: string, owner: string, base: string): Promise<boolean> {
+    const result = await this.pool.query(`UPDATE ${this.table} SET base = $1 WHERE run_id = $2 AND lease_owner = $3`, [base, runId, owner]);
+    return (result.rowCount ?? 0) > 0;
   }
 
   async renew(runId: string, owner: string, leaseUntil: number): Promise<boolean> {

@@ -47,8 +47,8 @@ export interface RunQueueStore {
    * its lease run out; none of its thread's earlier runs left. Its attempt is counted.
    */
   claim(owner: string, now: number, leaseUntil: number): Promise<QueuedRun | undefined>;
-  /** Note the thread's latest checkpoint as the run first starts (QueuedRun.base), while `owner` holds it. */
-  setBase(runId: string, owner: string, base: string): Promise<void>;
+  /** Note the thread's latest checkpoint as the run first starts (QueuedRun.base); false when `owner` no longer holds it. */
+  setBase(runId: string, owner: string, base: string): Promise<boolean>;
   /** Extend the lease; false when `owner` no longer holds the run. */
   renew(runId: string, owner: string, leaseUntil: number): Promise<boolean>;
   /** Hand a run back (queued again, due at `availableAt`); `uncount` takes back the attempt its claim counted. */
@@ -90,9 +90,11 @@ export class MemoryRunQueue implements RunQueueStore {
     return undefined;
   }
 
-  async setBase(runId: string, owner: string, base: string): Promise<void> {
+  async setBase(runId: string, owner: string, base: string): Promise<boolean> {
     const row = this.rows.get(runId);
-    if (row?.leaseOwner === owner) this.rows.set(runId, { ...row, base });
+    if (row?.leaseOwner !== owner) return false;
+    this.rows.set(runId, { ...row, base });
+    return true;
   }
 
   async renew(runId: string, owner: string, leaseUntil: number): Promise<boolean> {
