@@ -16,6 +16,8 @@ import { refuseUnserved, wireRun, type PlatformRuns, type WireRun } from "../pla
 import type { PlatformCaller, PlatformThreads } from "../platform/platform-threads.ts";
 import type { BackgroundWork } from "../runs/background-work.ts";
 import type { ClaimedRun, Execution, ExecutionOutcome, RunQueueEngine } from "./run-queue-engine.ts";
+import { webhookPayload, WebhookSender, type WebhookError } from "./webhook-delivery.ts";
+import { checkWebhookUrl } from "./webhook-target.ts";
 
 export interface BackgroundRunsDependencies {
   readonly config: Config;
@@ -63,7 +65,11 @@ const FINAL: ReadonlySet<RunStatus> = new Set(["success", "error", "timeout", "i
  * the runs still executing when its grace ends; they continue elsewhere.
  */
 export class BackgroundRuns implements BackgroundWork {
+  /** Completion webhooks of the runs this worker ends (signed, retried; lost if the worker dies). */
+  private readonly webhooks: WebhookSender;
+
   constructor(private readonly deps: BackgroundRunsDependencies) {
+    this.webhooks = new WebhookSender({ settings: deps.config, logger: deps.logger });
     deps.queue.start((run, execution) => this.execute(run, execution), deps.config.BACKGROUND_RUNS_PER_WORKER);
     deps.metrics.backgroundQueueDepth = async () => (await deps.queue.depth()).waiting;
     deps.logger.info({ engine: deps.queue.name, slots: deps.config.BACKGROUND_RUNS_PER_WORKER }, "background runs: taking runs");
@@ -78,6 +84,7 @@ export class BackgroundRuns implements BackgroundWork {
    */
   async create(caller: PlatformCaller, threadId: string | undefined, body: RunCreateRequest, logger: Logger): Promise<WireRun> {
     refuseUnserved(body, true);
+    if (body.webhook) checkWebhookUrl(body.webhook, this.deps.config);
     const { records, queue, runs } = this.deps;
     const { conversation, stateless } = await runs.placed(caller, threadId, body);
     const { userId, threadId: thread } = conversation;
@@ -88,7 +95,7 @@ export class BackgroundRuns implements BackgroundWork {
     }
     if (waiting.length > 0 && strategy === "interrupt") {
       for (const runId of waiting) {
-        if (await queue.removeQueued(runId)) await records.setRunStatus(userId, thread, runId, "interrupted", Date.now());
+        if (await queue.removeQueued(runId)) this.notify(await records.setRunStatus(userId, thread, runId, "interrupted", Date.now()));
         else await this.deps.canceller.cancel(conversation.storageKey);
       }
     }
@@ -126,7 +133,7 @@ export class BackgroundRuns implements BackgroundWork {
   async cancel(run: PlatformRun, storageKey: string): Promise<boolean> {
     if (FINAL.has(run.status)) return false;
     if (await this.deps.queue.removeQueued(run.runId)) {
-      await this.deps.records.setRunStatus(run.userId, run.threadId, run.runId, "interrupted", Date.now());
+      this.notify(await this.deps.records.setRunStatus(run.userId, run.threadId, run.runId, "interrupted", Date.now()));
       return true;
     }
     await this.deps.canceller.cancel(storageKey);
@@ -161,18 +168,18 @@ export class BackgroundRuns implements BackgroundWork {
     const { userId, threadId, runId } = entry;
     const record = await records.getRun(userId, threadId, runId);
     if (!record || FINAL.has(record.status)) return "done";
-    const ended = async (status: RunStatus) => {
+    const queued = entry.caller as unknown as QueuedCaller;
+    const caller: PlatformCaller = { principal: queued.principal, namedUser: queued.namedUser ?? undefined };
+    const ended = async (status: RunStatus, error?: WebhookError) => {
       this.deps.metrics.backgroundRuns.inc({ status });
-      await records.setRunStatus(userId, threadId, runId, status, Date.now());
+      this.notify(await records.setRunStatus(userId, threadId, runId, status, Date.now()), { error });
       await records.updateThread(userId, threadId, { status: status === "error" ? "error" : "idle", now: Date.now() });
     };
     if (entry.attempt > config.BACKGROUND_RUN_MAX_ATTEMPTS) {
       log.error({ max_attempts: config.BACKGROUND_RUN_MAX_ATTEMPTS }, "background run given up: its workers stopped on every attempt");
-      await ended("error");
+      await ended("error", { error: "run_failed", message: "The run was stopped on every attempt: the workers executing it kept stopping." });
       return "done";
     }
-    const queued = entry.caller as unknown as QueuedCaller;
-    const caller: PlatformCaller = { principal: queued.principal, namedUser: queued.namedUser ?? undefined };
     const request = record.kwargs as unknown as RunCreateRequest;
     const { writesEnd } = execution;
     let handle;
@@ -192,7 +199,7 @@ export class BackgroundRuns implements BackgroundWork {
       if (error instanceof ServiceError && error.kind === "conversation_busy") return "busy";
       if (error instanceof RunTakenOver) return "done";
       log.warn({ error_code: error instanceof ServiceError ? error.kind : "error" }, "background run refused");
-      await ended("error");
+      await ended("error", this.errorOf(error, log));
       return "done";
     }
     log.info({ agent: record.agentId }, entry.attempt > 1 ? "background run resumed" : "background run started");
@@ -201,19 +208,29 @@ export class BackgroundRuns implements BackgroundWork {
       this.deps.metrics.backgroundQueueWait.observe(Math.max(0, Date.now() - due) / 1000);
     }
     const writer = streamLogs.open(runId, handle.run.prepared.storageKey, userId);
+    const startedAt = Date.now();
+    let failure: WebhookError | undefined;
     try {
       for await (const event of events.events) writer.append(event as unknown as RecordedEvent);
       writer.end(true);
     } catch (thrown) {
       if (writesEnd()) {
-        for (const event of this.deps.failureEvents(thrown, log)) writer.append(event as RecordedEvent);
+        const failed = this.deps.failureEvents(thrown, log);
+        for (const event of failed) writer.append(event as RecordedEvent);
         writer.end(false);
+        failure = (failed.at(-1) as { data?: WebhookError } | undefined)?.data;
       }
     }
     if (writesEnd()) {
-      const status = (await records.getRun(userId, threadId, runId).catch(() => undefined))?.status ?? "error";
+      const final = await records.getRun(userId, threadId, runId).catch(() => undefined);
+      const status = final?.status ?? "error";
       if (FINAL.has(status)) this.deps.metrics.backgroundRuns.inc({ status });
       log.info({ outcome: handle.run.ended ?? "unknown", status }, "background run ended");
+      if (request.webhook && final) {
+        const values = (await this.deps.threads.state(caller, threadId).catch(() => undefined))?.values;
+        const error = status === "error" || status === "timeout" ? failure : undefined;
+        this.notify(final, { values, error, startedAt, endedAt: Date.now() });
+      }
       if (queued.stateless && request.on_completion !== "keep") {
         await this.deps.threads.delete(caller, threadId, new AbortController()).catch(() => undefined);
       }
@@ -239,11 +256,24 @@ export class BackgroundRuns implements BackgroundWork {
     return { ...request, input: null, command: undefined, checkpoint: undefined, checkpoint_id: undefined };
   }
 
+  /** The error a refused run's webhook reports: its code and the catalogue's words. */
+  private errorOf(thrown: unknown, log: Logger): WebhookError | undefined {
+    return (this.deps.failureEvents(thrown, log).at(-1) as { data?: WebhookError } | undefined)?.data;
+  }
+
+  /** Send the run's webhook, if it asked for one and has ended (queued runs cancelled included). */
+  private notify(run: PlatformRun | undefined, end: Parameters<typeof webhookPayload>[1] = {}): void {
+    const url = (run?.kwargs as { webhook?: unknown } | undefined)?.webhook;
+    if (!run || typeof url !== "string" || !FINAL.has(run.status)) return;
+    this.webhooks.send(url, webhookPayload(wireRun(run, assistantIdOf(run.agentId)), end));
+  }
+
   stopClaiming(): void {
     this.deps.queue.stopClaiming();
   }
 
-  handBack(): Promise<void> {
-    return this.deps.queue.handBack();
+  async handBack(): Promise<void> {
+    await this.deps.queue.handBack();
+    await this.webhooks.close();
   }
 }

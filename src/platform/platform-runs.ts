@@ -100,7 +100,7 @@ export function refuseUnserved(body: RunCreateRequest, background = false): void
   if (body.multitask_strategy === "rollback") refuse('multitask_strategy "rollback"');
   if (!background && body.multitask_strategy === "enqueue") refuse('multitask_strategy "enqueue" on a run that is not a background run (POST /threads/{thread_id}/runs)');
   if (!background && body.after_seconds) refuse("after_seconds on a run that is not a background run (POST /threads/{thread_id}/runs)");
-  if (body.webhook) refuse("webhook");
+  if (!background && body.webhook) refuse("webhook on a run that is not a background run (POST /threads/{thread_id}/runs)");
   if (body.durability === "exit") refuse('durability "exit"');
   for (const mode of modesOf(body)) if (!servedMode(mode)) refuse(`stream_mode "${mode}"`);
 }

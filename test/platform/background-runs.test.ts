@@ -5,9 +5,12 @@
 // background deadline are in the last describe.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import { Client } from "@langchain/langgraph-sdk";
+import { SIGNATURE_HEADER, verifyWebhookSignature } from "../../src/background/webhook-delivery.ts";
 import { gate } from "../fixtures/gated-agent.ts";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
 import { REDIS_URL } from "../helpers/redis.ts";
@@ -283,5 +286,63 @@ describe("background runs are measured", () => {
     assert.equal(await sample("agenthost_background_runs_executing"), 0);
     assert.equal(await sample("agenthost_background_runs_queued"), 0);
     assert.equal(await sample("agenthost_background_run_retries_total"), 0);
+  });
+});
+
+describe("a background run's webhook", () => {
+  const SECRET = "webhook-secret-for-the-tests-0123456789abcdef";
+  let backend: BackendUnderTest;
+  let service: RunningService;
+  let client: Client;
+  let receiver: http.Server;
+  let receiverUrl: string;
+  const received: Array<{ body: string; signature: string | undefined }> = [];
+
+  before(async () => {
+    receiver = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (chunk: Buffer) => chunks.push(chunk));
+      req.on("end", () => {
+        received.push({ body: Buffer.concat(chunks).toString("utf8"), signature: req.headers[SIGNATURE_HEADER] as string | undefined });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks/agenthost`;
+    backend = sqliteBackend();
+    service = await startService({
+      ...backend.env,
+      AGENT_PATHS: AGENTS,
+      BACKGROUND_POLL_INTERVAL: "0.2",
+      WEBHOOK_SIGNING_SECRET: SECRET,
+      WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
+    });
+    client = new Client({ apiUrl: service.url, apiKey: TEST_TOKEN });
+  });
+  after(async () => {
+    await service?.close();
+    await backend?.cleanup();
+    receiver?.closeAllConnections();
+    await new Promise<void>((resolve) => receiver.close(() => resolve()));
+  });
+
+  test("on its end a signed POST with the run and its values reaches the receiver; an internal address is refused", async () => {
+    const thread = await client.threads.create();
+    const run = await client.runs.create(thread.thread_id, STEPS, { input: human("call me back"), config: { configurable: { steps: 1 } }, webhook: receiverUrl });
+    await until(() => received.length === 1, "the webhook arrived");
+    const [delivery] = received;
+    assert.ok(verifyWebhookSignature(SECRET, delivery!.signature, delivery!.body), "the signature verifies");
+    assert.ok(!verifyWebhookSignature("another secret of the same length, 0123456789", delivery!.signature, delivery!.body));
+    const payload = JSON.parse(delivery!.body) as { run_id: string; thread_id: string; status: string; values: unknown };
+    assert.equal(payload.run_id, run.run_id);
+    assert.equal(payload.thread_id, thread.thread_id);
+    assert.equal(payload.status, "success");
+    assert.deepEqual(messagesOf(payload.values).map((message) => message.content), ["call me back", "step 1", "finished"]);
+
+    for (const webhook of ["http://10.0.0.7/hook", "http://169.254.169.254/latest/meta-data", "http://localhost:9/x", "ftp://127.0.0.1/x"]) {
+      const refused = await call(service, "POST", `/threads/${thread.thread_id}/runs`, { assistant_id: STEPS, input: null, webhook });
+      assert.equal(refused.status, 422, webhook);
+    }
+    assert.equal((await client.runs.list(thread.thread_id)).length, 1, "nothing queued for the refused ones");
   });
 });
