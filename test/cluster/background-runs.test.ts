@@ -89,6 +89,24 @@ for (const topology of TOPOLOGIES) {
       assert.equal((events[0]?.data as { attempt?: number }).attempt, resumed.attempt, "the recorded events are the last attempt's");
     });
 
+    test("a worker stopped with SIGTERM hands its run back; another worker finishes it, each step once", async () => {
+      const thread = await client.threads.create();
+      const run = await client.runs.create(thread.thread_id, STEPS, {
+        input: { messages: [{ role: "user", content: "hand me on" }] },
+        config: { configurable: { steps: 4, gap_ms: 600 } },
+      });
+      await eventually(async () => contents((await client.threads.getState(thread.thread_id)).values).includes("step 1"), 30_000, "step 1 stored");
+      const started = cluster.logs.find((line) => line.msg === "background run started" && line.run_id === run.run_id);
+      assert.ok(started?.pid, "the run started on a worker");
+      process.kill(Number(started.pid), "SIGTERM");
+      await eventually(() => cluster.logs.some((line) => line.msg === "background run handed back" && line.run_id === run.run_id), 60_000, "the run handed back");
+      await eventually(async () => (await statusOf(thread.thread_id, run.run_id)) === "success", 60_000, "the run succeeded");
+      assert.deepEqual(contents((await client.threads.getState(thread.thread_id)).values), ["hand me on", "step 1", "step 2", "step 3", "step 4", "finished"]);
+      const ends = cluster.logs.filter((line) => line.msg === "background run ended" && line.run_id === run.run_id);
+      assert.equal(ends.length, 1, "ended once");
+      assert.notEqual(ends[0]!.pid, started.pid, "on another worker");
+    });
+
     test("runs enqueued on one thread execute in order of arrival, whichever worker claims them", async () => {
       const thread = await client.threads.create();
       const runs = [];

@@ -158,6 +158,22 @@ for (const make of ENGINES) {
       assert.deepEqual(messagesOf(values).map((message) => message.content), ["soon", "step 1", "finished"]);
     });
 
+    test("a stateless background run (POST /runs) executes on a thread of its own: kept with on_completion keep, else deleted after", async () => {
+      const kept = await client.runs.create(null, STEPS, { input: human("alone"), config: { configurable: { steps: 1 } }, onCompletion: "keep" });
+      const values = await client.runs.join(kept.thread_id, kept.run_id);
+      assert.deepEqual(messagesOf(values).map((message) => message.content), ["alone", "step 1", "finished"]);
+      assert.equal((await client.runs.get(kept.thread_id, kept.run_id)).status, "success");
+      const gone = await client.runs.create(null, STEPS, { input: human("forget me"), config: { configurable: { steps: 1 } } });
+      await until(async () => {
+        try {
+          await client.threads.get(gone.thread_id);
+          return false;
+        } catch (error) {
+          return (error as { status?: number }).status === 404;
+        }
+      }, "the run's own thread was deleted after it");
+    });
+
     test("another user's background runs are out of reach: not found, not listed, not cancelled", async () => {
       const thread = await client.threads.create();
       const run = await client.runs.create(thread.thread_id, GATED, { input: human("mine") });
