@@ -105,6 +105,13 @@ function crossFieldProblems(c: Partial<Config>): string[] {
     if (signing === c.AUTH_SECRET) problems.push("FEEDBACK_SIGNING_SECRET must differ from AUTH_SECRET");
     if (userTokens.includes(signing)) problems.push("FEEDBACK_SIGNING_SECRET must differ from every AUTH_USERS token");
   }
+  // A receiver that knows the webhook secret must not hold a key to the service (or forge feedback).
+  const webhookSecret = c.WEBHOOK_SIGNING_SECRET;
+  if (webhookSecret !== undefined) {
+    if (webhookSecret === c.AUTH_SECRET) problems.push("WEBHOOK_SIGNING_SECRET must differ from AUTH_SECRET");
+    if (webhookSecret === signing) problems.push("WEBHOOK_SIGNING_SECRET must differ from FEEDBACK_SIGNING_SECRET");
+    if (userTokens.includes(webhookSecret)) problems.push("WEBHOOK_SIGNING_SECRET must differ from every AUTH_USERS token");
+  }
   if (
     c.LLM_HTTP_MAX_KEEPALIVE_CONNECTIONS !== undefined &&
     c.LLM_HTTP_MAX_CONNECTIONS !== undefined &&

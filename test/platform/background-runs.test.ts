@@ -159,7 +159,8 @@ for (const make of ENGINES) {
     });
 
     test("a stateless background run (POST /runs) executes on a thread of its own: kept with on_completion keep, else deleted after", async () => {
-      const kept = await client.runs.create(null, STEPS, { input: human("alone"), config: { configurable: { steps: 1 } }, onCompletion: "keep" });
+      // The SDK's type names other values ("complete", "continue") than LangGraph's servers accept ("delete", "keep").
+      const kept = await client.runs.create(null, STEPS, { input: human("alone"), config: { configurable: { steps: 1 } }, onCompletion: "keep" as never });
       const values = await client.runs.join(kept.thread_id, kept.run_id);
       assert.deepEqual(messagesOf(values).map((message) => message.content), ["alone", "step 1", "finished"]);
       assert.equal((await client.runs.get(kept.thread_id, kept.run_id)).status, "success");

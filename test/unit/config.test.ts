@@ -80,6 +80,8 @@ test("every startup refusal is named", () => {
     [{ ENV_MODE: "development", AUTH_MODE: "token" }, /AUTH_MODE=token requires AUTH_USERS or AUTH_SECRET/],
     [{ ...base, FEEDBACK_SIGNING_SECRET: "short" }, /FEEDBACK_SIGNING_SECRET must be at least 32 characters/],
     [{ AUTH_SECRET: "x".repeat(40), FEEDBACK_SIGNING_SECRET: "x".repeat(40) }, /FEEDBACK_SIGNING_SECRET must differ from AUTH_SECRET/],
+    [{ AUTH_SECRET: "w".repeat(40), WEBHOOK_SIGNING_SECRET: "w".repeat(40) }, /WEBHOOK_SIGNING_SECRET must differ from AUTH_SECRET/],
+    [{ AUTH_SECRET: "a".repeat(40), FEEDBACK_SIGNING_SECRET: "v".repeat(40), WEBHOOK_SIGNING_SECRET: "v".repeat(40) }, /WEBHOOK_SIGNING_SECRET must differ from FEEDBACK_SIGNING_SECRET/],
     [{ AUTH_USERS: JSON.stringify({ ann: "y".repeat(40) }), FEEDBACK_SIGNING_SECRET: "y".repeat(40) }, /must differ from every AUTH_USERS token/],
     [{ ...base, LLM_HTTP_MAX_CONNECTIONS: "10", LLM_HTTP_MAX_KEEPALIVE_CONNECTIONS: "11" }, /LLM_HTTP_MAX_KEEPALIVE_CONNECTIONS \(11\) must not exceed LLM_HTTP_MAX_CONNECTIONS \(10\)/],
     [{ ...base, AGENT_PATHS: "[oops" }, /AGENT_PATHS is not valid JSON/],
