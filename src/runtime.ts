@@ -113,7 +113,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     cleanup.push(() => coordination.close());
     const { locks, activeRuns, canceller, streamLogs } = coordination;
     const background = new BackgroundSlot();
-    const runQueue = openRunQueue(config, checkpoints.runQueue, logger);
+    const runQueue = await openRunQueue(config, checkpoints.runQueue, logger);
     return {
       config,
       logger,

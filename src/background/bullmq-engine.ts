@@ -2,8 +2,9 @@ import { createHash } from "node:crypto";
 import { DelayedError, Queue, WaitingError, Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import type { NewQueuedRun } from "../checkpoints/run-queue.ts";
+import { throttledReport } from "../coordination/locks/redis-connection.ts";
 import { RunAborted } from "../errors/classify.ts";
-import type { Logger } from "../observability/logger.ts";
+import { connectionProblemForLog, type Logger } from "../observability/logger.ts";
 import type { ClaimedRun, Execute, Execution, RunQueueEngine } from "./run-queue-engine.ts";
 
 /** The BullMQ queue of background runs. */
@@ -40,6 +41,16 @@ interface Held {
   handingBack: boolean;
 }
 
+/** How long closing waits for BullMQ (its worker's hand-backs, its connections) before letting go. */
+const CLOSE_WAIT_MS = 3_000;
+
+/** `work`, or nothing once `ms` have passed (closing must not hang on a Redis that is away). */
+async function atMost(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([work.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
 /** Kept a week for an operator to look at: a failed job is a fault of agenthost's, not of the run. */
 const KEEP_FAILED = { age: 7 * 24 * 3600 };
 
@@ -62,14 +73,19 @@ export class BullmqRunQueue implements RunQueueEngine {
   private worker: Worker<RunJob> | undefined;
   private workerConnection: Redis | undefined;
   private readonly held = new Map<string, Held>();
+  /** The one hand-back (drain and close both ask for it). */
+  private handedBack: Promise<void> | undefined;
   private readonly prefix: string;
+  /** Connection problems of the queue's connections, at most one log line per ten seconds. */
+  private readonly report: (error: Error) => void;
 
   constructor(private readonly options: BullmqEngineOptions) {
     this.prefix = options.keyPrefix;
+    this.report = throttledReport((error) => options.logger.warn(connectionProblemForLog(error), "background runs: queue connection problem"));
     this.connection = new Redis(options.url, { maxRetriesPerRequest: 1, connectionName: `agenthost:${process.pid}:runs` });
-    this.connection.on("error", () => {});
+    this.connection.on("error", this.report);
     this.queue = new Queue<RunJob>(RUN_QUEUE, { connection: this.connection, prefix: `${this.prefix}:bull` });
-    this.queue.on("error", () => {});
+    this.queue.on("error", this.report);
   }
 
   private threadKey(userId: string, threadId: string): string {
@@ -118,7 +134,7 @@ export class BullmqRunQueue implements RunQueueEngine {
     if (slots === 0) return;
     const { leaseMs } = this.options;
     this.workerConnection = new Redis(this.options.url, { maxRetriesPerRequest: null, connectionName: `agenthost:${process.pid}:runs-worker` });
-    this.workerConnection.on("error", () => {});
+    this.workerConnection.on("error", this.report);
     this.worker = new Worker<RunJob>(RUN_QUEUE, (job, token) => this.process(job, token!, execute), {
       connection: this.workerConnection,
       prefix: `${this.prefix}:bull`,
@@ -129,7 +145,7 @@ export class BullmqRunQueue implements RunQueueEngine {
       // that a stalled run always comes back to be ended with its status.
       maxStalledCount: Number.MAX_SAFE_INTEGER,
     });
-    this.worker.on("error", (error) => this.options.logger.warn({ err_type: error.name }, "background runs: queue connection problem"));
+    this.worker.on("error", this.report);
   }
 
   wake(): void {
@@ -212,18 +228,21 @@ export class BullmqRunQueue implements RunQueueEngine {
     void this.worker?.pause(true).catch(() => undefined);
   }
 
-  async handBack(): Promise<void> {
-    this.stopClaiming();
-    for (const held of this.held.values()) {
-      held.handingBack = true;
-      held.control.abort(new RunAborted("shutdown"));
-    }
-    await this.worker?.close().catch(() => undefined);
+  handBack(): Promise<void> {
+    this.handedBack ??= (async () => {
+      this.stopClaiming();
+      for (const held of this.held.values()) {
+        held.handingBack = true;
+        held.control.abort(new RunAborted("shutdown"));
+      }
+      if (this.worker) await atMost(this.worker.close(), CLOSE_WAIT_MS);
+    })();
+    return this.handedBack;
   }
 
   async close(): Promise<void> {
     await this.handBack();
-    await this.queue.close().catch(() => undefined);
+    await atMost(this.queue.close(), CLOSE_WAIT_MS);
     this.connection.disconnect();
     this.workerConnection?.disconnect();
   }

@@ -102,6 +102,8 @@ for (const topology of TOPOLOGIES) {
       await eventually(() => cluster.logs.some((line) => line.msg === "background run handed back" && line.run_id === run.run_id), 60_000, "the run handed back");
       await eventually(async () => (await statusOf(thread.thread_id, run.run_id)) === "success", 60_000, "the run succeeded");
       assert.deepEqual(contents((await client.threads.getState(thread.thread_id)).values), ["hand me on", "step 1", "step 2", "step 3", "step 4", "finished"]);
+      // The run's status is written before its worker logs its end.
+      await cluster.waitForLog((line) => line.msg === "background run ended" && line.run_id === run.run_id, 30_000);
       const ends = cluster.logs.filter((line) => line.msg === "background run ended" && line.run_id === run.run_id);
       assert.equal(ends.length, 1, "ended once");
       assert.notEqual(ends[0]!.pid, started.pid, "on another worker");

@@ -115,6 +115,7 @@ describe("PostgreSQL backend (serverdb)", () => {
         "agenthost_messages",
         "agenthost_platform_runs",
         "agenthost_platform_threads",
+        "agenthost_run_queue",
         "agenthost_threads",
         "checkpoint_blobs",
         "checkpoint_migrations",
