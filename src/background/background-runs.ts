@@ -42,7 +42,12 @@ interface QueuedCaller {
   readonly stateless: boolean;
   /** The `traceparent` of the request that accepted it (tracing on). */
   readonly createdBy?: string | undefined;
+  /** When it was accepted, milliseconds since the epoch. */
+  readonly acceptedAt?: number;
 }
+
+/** How long a claimed run with no record yet is looked at again before it counts as never accepted. */
+const UNRECORDED_GRACE_MS = 60_000;
 
 /** The run's claim went to another worker before this one started it. */
 class RunTakenOver extends Error {}
@@ -112,8 +117,16 @@ export class BackgroundRuns implements BackgroundWork {
       createdAt: now,
       updatedAt: now,
     };
-    await records.putRun(record);
-    const queued: QueuedCaller = { principal: caller.principal, namedUser: caller.namedUser ?? null, stateless, createdBy: this.deps.tracing?.traceparent() };
+    const queued: QueuedCaller = {
+      principal: caller.principal,
+      namedUser: caller.namedUser ?? null,
+      stateless,
+      createdBy: this.deps.tracing?.traceparent(),
+      acceptedAt: now,
+    };
+    // Queued first, then recorded: a worker that dies between the two leaves a queue entry with no
+    // record, which is dropped when claimed (its client got no answer), never a record that stays
+    // `pending` with nothing queued.
     await queue.add({
       runId: record.runId,
       userId,
@@ -121,6 +134,7 @@ export class BackgroundRuns implements BackgroundWork {
       availableAt: now + Math.round((body.after_seconds ?? 0) * 1000),
       caller: queued as unknown as Record<string, unknown>,
     });
+    await records.putRun(record);
     logger.info({ run_id: record.runId, thread_id: thread, agent: record.agentId, after_seconds: body.after_seconds ?? 0 }, "background run accepted");
     this.deps.queue.wake();
     return wireRun(record, assistantIdOf(record.agentId));
@@ -166,9 +180,12 @@ export class BackgroundRuns implements BackgroundWork {
   private async executed(entry: ClaimedRun, execution: Execution, log: Logger): Promise<ExecutionOutcome> {
     const { records, runs, streamLogs, config } = this.deps;
     const { userId, threadId, runId } = entry;
-    const record = await records.getRun(userId, threadId, runId);
-    if (!record || FINAL.has(record.status)) return "done";
     const queued = entry.caller as unknown as QueuedCaller;
+    const record = await records.getRun(userId, threadId, runId);
+    // Claimed between its queueing and its record: look again shortly. Long without one: its
+    // accepting worker died in between, and nobody was told of it.
+    if (!record) return Date.now() - (queued.acceptedAt ?? 0) < UNRECORDED_GRACE_MS ? "busy" : "done";
+    if (FINAL.has(record.status)) return "done";
     const caller: PlatformCaller = { principal: queued.principal, namedUser: queued.namedUser ?? undefined };
     const ended = async (status: RunStatus, error?: WebhookError) => {
       this.deps.metrics.backgroundRuns.inc({ status });
