@@ -132,3 +132,37 @@ for (const topology of TOPOLOGIES) {
     });
   });
 }
+
+describe("a background run whose worker dies on every attempt ends error (BACKGROUND_RUN_MAX_ATTEMPTS)", () => {
+  let cluster: Cluster;
+  let client: Client;
+
+  before(async () => {
+    cluster = await startCluster({ AGENT_PATHS: JSON.stringify([STEPS_AGENT]), BACKGROUND_RUN_LEASE: "1", BACKGROUND_POLL_INTERVAL: "0.2", BACKGROUND_RUN_MAX_ATTEMPTS: "1" });
+    client = new Client({ apiUrl: cluster.url, apiKey: TOKEN });
+  });
+  after(() => cluster?.stop("SIGKILL"));
+
+  test("one attempt allowed, its worker killed: the run is not started again and ends error, its thread error", async () => {
+    const thread = await client.threads.create();
+    const run = await client.runs.create(thread.thread_id, STEPS, {
+      input: { messages: [{ role: "user", content: "doomed" }] },
+      config: { configurable: { steps: 4, gap_ms: 600 } },
+    });
+    await eventually(async () => contents((await client.threads.getState(thread.thread_id)).values).includes("step 1"), 30_000, "step 1 stored");
+    const started = cluster.logs.find((line) => line.msg === "background run started" && line.run_id === run.run_id);
+    assert.ok(started?.pid);
+    process.kill(Number(started.pid), "SIGKILL");
+    const givenUp = await cluster.waitForLog((line) => line.msg === "background run given up: its workers stopped on every attempt" && line.run_id === run.run_id, 60_000);
+    assert.equal(givenUp.attempt, 2);
+    await eventually(async () => {
+      try {
+        return (await client.runs.get(thread.thread_id, run.run_id)).status === "error";
+      } catch {
+        return false;
+      }
+    }, 30_000, "the run ended error");
+    assert.equal((await client.threads.get(thread.thread_id)).status, "error");
+    assert.ok(!cluster.logs.some((line) => line.msg === "background run resumed" && line.run_id === run.run_id), "not started again");
+  });
+});
