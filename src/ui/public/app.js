@@ -37,6 +37,8 @@ const state = {
   older: /** @type {number | null} */ (null),
   threads: [],
   threadsNext: /** @type {number | null} */ (null),
+  /** The conversation started by the answer streaming now, until it ends (the service may not list it yet). */
+  started: /** @type {{ thread_id: string, title: string, updated_at: string } | null} */ (null),
   /** What to do on Retry. */
   retry: /** @type {(() => void) | null} */ (null),
   retryTimer: 0,
@@ -566,8 +568,9 @@ function threadItem(thread) {
  * replaces it when the answer ends).
  */
 function showNewThread(threadId, title) {
+  state.started = { thread_id: threadId, title, updated_at: new Date().toISOString() };
   if (state.threads.some((thread) => thread.thread_id === threadId)) return;
-  state.threads = [{ thread_id: threadId, title, updated_at: new Date().toISOString() }, ...state.threads];
+  state.threads = [state.started, ...state.threads];
   els.threadList.prepend(threadItem(state.threads[0]));
   els.threadsEmpty.hidden = true;
 }
@@ -584,6 +587,9 @@ async function loadThreads(more = false, quiet = false) {
     const page = await api(`/api/threads?${params}`);
     if (agent !== state.agent) return;
     state.threads = more ? [...state.threads, ...page.threads] : page.threads;
+    // A list asked for before the streaming answer's conversation was stored does not have it yet.
+    const started = state.started;
+    if (!more && started && !state.threads.some((thread) => thread.thread_id === started.thread_id)) state.threads = [started, ...state.threads];
     state.threadsNext = page.next_offset;
     els.threadList.replaceChildren(...state.threads.map(threadItem));
     els.moreThreads.hidden = page.next_offset === null;
@@ -852,6 +858,7 @@ async function send(text, { echo = true, attachments = [], resume = undefined } 
       pending.append(element("div", "stopped-note", "Stopped"));
     } else if (stream.text === "") pending.remove();
     if (state.running === controller) state.running = null;
+    state.started = null;
     if (generation === state.generation) {
       setBusy(false);
       setStreaming(false);
