@@ -57,6 +57,7 @@ export class SqliteRunQueue implements RunQueueStore {
   private readonly onThreadStmt;
   private readonly depthStmt;
   private readonly claimTx;
+  private readonly anyClaimableStmt;
 
   constructor(db: Database.Database) {
     createSqliteRunQueue(db);
@@ -79,6 +80,7 @@ WHERE run_id = (${claimable(table, (name) => `@${name}`)}) RETURNING ${COLUMNS}`
     this.removeQueuedStmt = db.prepare(`DELETE FROM ${table} WHERE run_id = ? AND state = 'queued'`);
     this.onThreadStmt = db.prepare(`SELECT ${COLUMNS} FROM ${table} WHERE user_id = ? AND thread_id = ? ORDER BY seq`);
     this.depthStmt = db.prepare(`SELECT state, count(*) AS n FROM ${table} GROUP BY state`);
+    this.anyClaimableStmt = db.prepare(claimable(table, (name) => `@${name}`)).pluck();
     this.claimTx = db.transaction((params: { owner: string; until: number; now: number }) => this.claimStmt.get(params) as Row | undefined);
   }
 
@@ -87,6 +89,9 @@ WHERE run_id = (${claimable(table, (name) => `@${name}`)}) RETURNING ${COLUMNS}`
   }
 
   async claim(owner: string, now: number, leaseUntil: number): Promise<QueuedRun | undefined> {
+    // Every worker looks every BACKGROUND_POLL_INTERVAL: a read first, so an empty queue never takes
+    // the file's write lock from the requests that write.
+    if (this.anyClaimableStmt.get({ now }) === undefined) return undefined;
     const row = this.claimTx.immediate({ owner, until: leaseUntil, now });
     return row && queuedRun(row);
   }
