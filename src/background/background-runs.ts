@@ -5,6 +5,7 @@ import type { Config } from "../config/schema.ts";
 import type { RunCreateRequest } from "../contract/platform.ts";
 import type { RunCanceller } from "../coordination/cancel/run-canceller.ts";
 import type { RecordedEvent } from "../coordination/run-events/event-log.ts";
+import type { Conversation } from "../conversations/conversation-service.ts";
 import type { StreamLogs } from "../coordination/run-events/stream-logs.ts";
 import { RunAborted } from "../errors/classify.ts";
 import { ServiceError } from "../errors/service-error.ts";
@@ -84,10 +85,10 @@ export class BackgroundRuns implements BackgroundWork {
    * Accept a background run of `body` on the caller's thread `threadId` (undefined: a stateless run
    * on a thread of its own): recorded `pending` and queued, to start after `after_seconds`. The
    * thread's multitask strategy applies now: `reject` (the default) refuses when the thread has a run
-   * pending or running (409 conversation_busy); `interrupt` stops the running run and drops the
-   * pending ones (each ends `interrupted`); `enqueue` queues the run behind them.
+   * pending or running (409 conversation_busy); `interrupt` and `rollback` make room first (see
+   * `makeRoom`); `enqueue` queues the run behind them.
    */
-  async create(caller: PlatformCaller, threadId: string | undefined, body: RunCreateRequest, logger: Logger): Promise<WireRun> {
+  async create(caller: PlatformCaller, threadId: string | undefined, body: RunCreateRequest, logger: Logger, control: AbortController): Promise<WireRun> {
     refuseUnserved(body, true);
     if (body.webhook) checkWebhookUrl(body.webhook, this.deps.config);
     const { records, queue, runs } = this.deps;
@@ -98,12 +99,7 @@ export class BackgroundRuns implements BackgroundWork {
     if (waiting.length > 0 && strategy === "reject") {
       throw new ServiceError("conversation_busy", { detail: "The thread has a run pending or running; wait for it, or send multitask_strategy enqueue or interrupt." });
     }
-    if (waiting.length > 0 && strategy === "interrupt") {
-      for (const runId of waiting) {
-        if (await queue.removeQueued(runId)) this.notify(await records.setRunStatus(userId, thread, runId, "interrupted", Date.now()));
-        else await this.deps.canceller.cancel(conversation.storageKey);
-      }
-    }
+    if (strategy === "interrupt" || strategy === "rollback") await this.makeRoom(conversation, strategy, control);
     const now = Date.now();
     const record: PlatformRun = {
       userId,
@@ -141,16 +137,50 @@ export class BackgroundRuns implements BackgroundWork {
   }
 
   /**
-   * Cancel a run: one still queued ends `interrupted` at once; one executing is stopped wherever it
-   * runs (and ends `interrupted`). Returns false when the run had ended already.
+   * Before a run with multitask strategy `interrupt` or `rollback` (of either kind, background or
+   * not): the runs already on its thread stop. Queued ones leave the queue; the executing one (and
+   * any run of agenthost's own API holding the conversation) is cancelled wherever it runs. With
+   * `interrupt` each ends `interrupted`, its completed steps kept. With `rollback` they are deleted,
+   * and the thread is taken back to where the executing one found it (PlatformThreads.rollBack),
+   * once it has let go of the thread: as if none of them had run.
    */
-  async cancel(run: PlatformRun, storageKey: string): Promise<boolean> {
+  async makeRoom(conversation: Conversation, strategy: "interrupt" | "rollback", control: AbortController): Promise<void> {
+    const { records, queue } = this.deps;
+    const { userId, threadId } = conversation;
+    const executing = new Set<string>();
+    for (const runId of await queue.onThread(userId, threadId)) {
+      if (!(await queue.removeQueued(runId))) executing.add(runId);
+      else if (strategy === "rollback") await records.deleteRun(userId, threadId, runId);
+      else this.notify(await records.setRunStatus(userId, threadId, runId, "interrupted", Date.now()));
+    }
+    await this.deps.canceller.cancel(conversation.storageKey);
+    if (strategy !== "rollback") return;
+    // Runs of the other kinds (streamed, waited) are found by their records.
+    for (const run of await records.listRuns(userId, threadId, { offset: 0, limit: 100, status: "running" })) executing.add(run.runId);
+    const stopped: PlatformRun[] = [];
+    for (const runId of executing) {
+      const run = await records.getRun(userId, threadId, runId);
+      if (run) stopped.push(run);
+    }
+    if (stopped.length) await this.deps.threads.rollBack(conversation, stopped, control);
+  }
+
+  /**
+   * Cancel a run: one still queued ends `interrupted` at once; one executing is stopped wherever it
+   * runs (and ends `interrupted`). With `rollback` the run is deleted instead, and once it has
+   * stopped its thread is taken back to where it found it (the request waits for that). Returns false
+   * when the run had ended already.
+   */
+  async cancel(run: PlatformRun, conversation: Conversation, action: "interrupt" | "rollback", control: AbortController): Promise<boolean> {
     if (FINAL.has(run.status)) return false;
-    if (await this.deps.queue.removeQueued(run.runId)) {
-      this.notify(await this.deps.records.setRunStatus(run.userId, run.threadId, run.runId, "interrupted", Date.now()));
+    const { records, queue } = this.deps;
+    if (await queue.removeQueued(run.runId)) {
+      if (action === "rollback") await records.deleteRun(run.userId, run.threadId, run.runId);
+      else this.notify(await records.setRunStatus(run.userId, run.threadId, run.runId, "interrupted", Date.now()));
       return true;
     }
-    await this.deps.canceller.cancel(storageKey);
+    await this.deps.canceller.cancel(conversation.storageKey);
+    if (action === "rollback") await this.deps.threads.rollBack(conversation, [run], control);
     return true;
   }
 
@@ -239,10 +269,11 @@ export class BackgroundRuns implements BackgroundWork {
       }
     }
     if (writesEnd()) {
-      const final = await records.getRun(userId, threadId, runId).catch(() => undefined);
-      const status = final?.status ?? "error";
-      if (FINAL.has(status)) this.deps.metrics.backgroundRuns.inc({ status });
-      log.info({ outcome: handle.run.ended ?? "unknown", status }, "background run ended");
+      const final = await records.getRun(userId, threadId, runId).catch(() => null);
+      // No record: a rollback has deleted it (a failed read counts as an error).
+      const status = final === null ? "error" : final?.status;
+      if (status && FINAL.has(status)) this.deps.metrics.backgroundRuns.inc({ status });
+      log.info({ outcome: handle.run.ended ?? "unknown", status: status ?? "rolled back" }, "background run ended");
       if (request.webhook && final) {
         const values = (await this.deps.threads.state(caller, threadId).catch(() => undefined))?.values;
         const error = status === "error" || status === "timeout" ? failure : undefined;

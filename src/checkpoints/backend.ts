@@ -22,6 +22,7 @@ import { PostgresRunQueue, SqliteRunQueue } from "./run-queue-sql.ts";
 import { openSqliteFile } from "./sqlite-file.ts";
 import { sqliteFileSavers } from "./sqlite-saver.ts";
 import { MemoryThreadIndex, type ThreadIndex } from "./thread-index.ts";
+import { PostgresThreadRewinder, RebuildingThreadRewinder, SqliteThreadRewinder } from "./thread-rewind.ts";
 import { PostgresThreadIndex, SqliteThreadIndex } from "./thread-index-sql.ts";
 
 export type BackendKind = Config["MEMORY_BACKEND"];
@@ -96,9 +97,11 @@ function throttle(ms: number): () => boolean {
 export async function openCheckpointBackend(config: Config, hooks: BackendHooks): Promise<CheckpointBackend> {
   if (config.MEMORY_BACKEND === "memory") {
     const threads = new MemoryThreadIndex();
+    const saver = new MemorySaver(new ReadableSerde());
+    const rows = new MemoryMessageRows();
     return {
       kind: "memory",
-      saver: new MessageStoreSaver(new MemorySaver(new ReadableSerde()), new MemoryMessageRows(), config.MESSAGE_CACHE_SIZE, threads),
+      saver: new MessageStoreSaver(saver, rows, config.MESSAGE_CACHE_SIZE, threads, undefined, new RebuildingThreadRewinder(saver, rows)),
       threads,
       idempotency: new MemoryIdempotencyStore(),
       platform: new MemoryPlatformRecords(),
@@ -125,7 +128,7 @@ export async function openCheckpointBackend(config: Config, hooks: BackendHooks)
   const threads = new GuardedThreadIndex(gate);
   return {
     kind,
-    saver: new MessageStoreSaver(gate.saver, gate.rows, config.MESSAGE_CACHE_SIZE, threads, gate.writer),
+    saver: new MessageStoreSaver(gate.saver, gate.rows, config.MESSAGE_CACHE_SIZE, threads, gate.writer, gate.rewinder),
     threads,
     idempotency: new GuardedIdempotencyStore(gate),
     platform: new GuardedPlatformRecords(gate),
@@ -210,6 +213,7 @@ function fileDatabase(config: Config, saverShortcut: boolean): CheckpointDatabas
       let idempotency: SqliteIdempotencyStore | undefined;
       let platform: SqlitePlatformRecords | undefined;
       let runQueue: SqliteRunQueue | undefined;
+      let rewinder: SqliteThreadRewinder | undefined;
       const opened = await openSqliteFile(config.FILEDB_DB_PATH, Math.round(config.FILEDB_BUSY_TIMEOUT * 1000), (handle) => {
         rows = new SqliteMessageRows(handle);
         threads = new SqliteThreadIndex(handle);
@@ -217,13 +221,14 @@ function fileDatabase(config: Config, saverShortcut: boolean): CheckpointDatabas
         idempotency = new SqliteIdempotencyStore(handle);
         platform = new SqlitePlatformRecords(handle);
         runQueue = new SqliteRunQueue(handle);
+        rewinder = new SqliteThreadRewinder(handle);
       });
       if (closed) {
         opened.close();
         throw new Error("the backend was closed");
       }
       db = opened;
-      return { saver: savers!.saver, writer: savers!.writer, rows: rows!, threads: threads!, idempotency: idempotency!, platform: platform!, runQueue: runQueue! };
+      return { saver: savers!.saver, writer: savers!.writer, rows: rows!, threads: threads!, idempotency: idempotency!, platform: platform!, runQueue: runQueue!, rewinder: rewinder! };
     },
     async ping() {
       db?.prepare("SELECT 1").get();
@@ -265,7 +270,8 @@ function serverDatabase(config: ServerdbConfig, logger: Logger, saverShortcut: b
       await platform.setup();
       const runQueue = new PostgresRunQueue(pool, schema);
       await runQueue.setup();
-      return { saver, writer: postgresWriter(saver, rows, threads), rows, threads, idempotency, platform, runQueue };
+      const rewinder = new PostgresThreadRewinder(pool, schema);
+      return { saver, writer: postgresWriter(saver, rows, threads), rows, threads, idempotency, platform, runQueue, rewinder };
     },
     async ping() {
       await pool.query("SELECT 1");

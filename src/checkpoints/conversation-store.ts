@@ -11,6 +11,8 @@ import {
 import type { RegisteredAgent } from "../agents/agent.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import { messageCountOf, type MessageStoreSaver } from "./message-store.ts";
+import type { RunBase } from "./platform-records.ts";
+import type { ThreadOwner } from "./thread-index.ts";
 import { messageStoreOf } from "./timed-saver.ts";
 
 /** One page of a conversation's stored messages and how many it holds. */
@@ -23,6 +25,8 @@ export interface StoredPage {
 
 /** What a run needs to know of its conversation before it starts, from one read of the latest checkpoint. */
 export interface ConversationHead {
+  /** The latest root checkpoint's id; undefined when nothing is stored. */
+  readonly checkpointId?: string | undefined;
   readonly messageCount: number;
   /** The latest checkpoint's pending writes: where a paused run's interrupts are. */
   readonly pendingWrites: readonly CheckpointPendingWrite[];
@@ -136,6 +140,15 @@ export class ConversationStore {
     return Array.isArray(value) ? value.length : messages.length;
   }
 
+  /**
+   * Take the conversation back to where a run found it, as if the run never ran (see
+   * MessageStoreSaver.rewind): `base` is the head the run started from. The caller holds the lock.
+   */
+  async rewind(storageKey: string, base: RunBase, owner: ThreadOwner | undefined): Promise<void> {
+    if (!this.messages) throw new Error("this checkpoint store cannot take a conversation back");
+    await this.messages.rewind(storageKey, base.checkpointId, base.writes, owner);
+  }
+
   /** Delete every checkpoint, blob, pending write and message row of the conversation, in every namespace. */
   async clear(storageKey: string): Promise<void> {
     await this.saver.deleteThread(storageKey);
@@ -143,7 +156,7 @@ export class ConversationStore {
 }
 
 function headOf(tuple: CheckpointTuple | undefined): ConversationHead {
-  return { messageCount: messageCountOf(tuple?.checkpoint.channel_values?.messages), pendingWrites: tuple?.pendingWrites ?? [] };
+  return { checkpointId: tuple?.checkpoint.id, messageCount: messageCountOf(tuple?.checkpoint.channel_values?.messages), pendingWrites: tuple?.pendingWrites ?? [] };
 }
 
 /** Keep only real messages: a malformed entry in state must not break a read. */

@@ -16,6 +16,7 @@ import type { MessageRows } from "./message-rows.ts";
 import type { PlatformRecords } from "./platform-records.ts";
 import type { RunQueueStore } from "./run-queue.ts";
 import type { ThreadIndex } from "./thread-index.ts";
+import type { ThreadRewinder } from "./thread-rewind.ts";
 
 /** The saver, message rows, conversation list, idempotency keys and Platform API records of a database that has been set up. */
 export interface OpenDatabase {
@@ -27,6 +28,8 @@ export interface OpenDatabase {
   readonly idempotency: IdempotencyStore;
   readonly platform: PlatformRecords;
   readonly runQueue: RunQueueStore;
+  /** Takes a thread back to an earlier checkpoint (the Platform API's rollback). */
+  readonly rewinder: ThreadRewinder;
 }
 
 /**
@@ -40,6 +43,7 @@ export class DatabaseGate {
   readonly saver: GuardedSaver;
   readonly rows: GuardedRows;
   readonly writer: CheckpointWriter = { write: (write) => this.run(({ writer }) => writer.write(write)) };
+  readonly rewinder: ThreadRewinder = { rewind: (target) => this.run(({ rewinder }) => rewinder.rewind(target)) };
 
   constructor(
     readonly backend: DatabaseBackend,

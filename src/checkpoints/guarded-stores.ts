@@ -1,6 +1,6 @@
 import type { DatabaseGate } from "./guarded-saver.ts";
 import type { ClaimOutcome, IdempotencyStore, StoredAnswer } from "./idempotency-store.ts";
-import type { PlatformRecords, PlatformRun, PlatformThread, RunStatus, ThreadChanges, ThreadFilters, ThreadSearch } from "./platform-records.ts";
+import type { PlatformRecords, PlatformRun, PlatformThread, RunBase, RunStatus, ThreadChanges, ThreadFilters, ThreadSearch } from "./platform-records.ts";
 import type { NewQueuedRun, QueuedRun, RunQueueStore } from "./run-queue.ts";
 import type { ThreadIndex, ThreadOwner, ThreadPage, ThreadSummary } from "./thread-index.ts";
 
@@ -78,8 +78,8 @@ export class GuardedPlatformRecords implements PlatformRecords {
     return this.gate.run(({ platform }) => platform.putRun(run));
   }
 
-  setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number): Promise<PlatformRun | undefined> {
-    return this.gate.run(({ platform }) => platform.setRunStatus(userId, threadId, runId, status, now));
+  setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined> {
+    return this.gate.run(({ platform }) => platform.setRunStatus(userId, threadId, runId, status, now, base));
   }
 
   getRun(userId: string, threadId: string, runId: string): Promise<PlatformRun | undefined> {

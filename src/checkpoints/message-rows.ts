@@ -54,6 +54,12 @@ export class MemoryMessageRows implements MessageRows {
   async deleteThread(threadId: string): Promise<void> {
     this.threads.delete(threadId);
   }
+
+  /** Empty the rows under `keys`, keeping the keys taken (see thread-rewind.ts). */
+  release(threadId: string, keys: readonly number[]): void {
+    const thread = this.threads.get(threadId);
+    for (const key of keys) if (thread?.has(key)) thread.set(key, "");
+  }
 }
 
 /** SQLite caps bound parameters; 500 per statement stays far below every build's limit. */

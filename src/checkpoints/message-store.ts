@@ -14,7 +14,8 @@ import {
 import { sequentialWriter, type CheckpointWriter, type ThreadListing } from "./checkpoint-writer.ts";
 import { conversationOwnerOf } from "../contract/conversation-owner-key.ts";
 import type { MessageRows } from "./message-rows.ts";
-import { summaryOf, type ThreadIndex } from "./thread-index.ts";
+import { summaryOf, type ThreadIndex, type ThreadOwner } from "./thread-index.ts";
+import type { RewindTarget, ThreadRewinder } from "./thread-rewind.ts";
 
 /**
  * The message store: a checkpoint saver layer that keeps each message of a conversation once and
@@ -26,9 +27,12 @@ import { summaryOf, type ThreadIndex } from "./thread-index.ts";
  * the messages the step's nodes wrote, which may be updates of stored ones) under fresh keys, and
  * writes `{ranges}` instead of the list; a `getTuple` resolves the ranges from a per-worker cache of
  * revived messages, reading and reviving only keys it has not seen. Keys are never reused and rows
- * never change, so a cached message is valid whichever worker or host wrote the checkpoint: no
- * invalidation is needed, only a bound on memory, and forgetting a thread whose run failed (its
- * nodes may have changed cached objects that were never saved).
+ * never change (a run taken back empties the rows only it named, keeping their keys taken), so a
+ * cached message is valid whichever worker or host wrote the checkpoint: no invalidation is needed,
+ * only a bound on memory, and forgetting a thread whose run failed (its nodes may have changed cached
+ * objects that were never saved). A worker counts new keys on from its own last checkpoint of a
+ * thread; when another worker wrote rows since (a fork of an older checkpoint, a run taken back),
+ * the write meets a taken key and is planned again from the stored rows.
  *
  * Like LangGraph's own channels, a change to a message is saved when a node returns it: a message
  * changed in place and not returned is not an update of the conversation.
@@ -134,6 +138,8 @@ interface StorePlan {
   readonly revived: ReadonlyArray<readonly [number, BaseMessage]>;
   /** The next free key after this checkpoint, when known. */
   readonly next: number | undefined;
+  /** The new rows' keys were counted on from this worker's last write, not read from the stored rows. */
+  readonly counted: boolean;
   readonly last: LastList;
 }
 
@@ -183,6 +189,8 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
     readonly index?: ThreadIndex,
     /** Where checkpoints go with their new rows and listing; a database's writes all three at once. */
     private readonly writer: CheckpointWriter = sequentialWriter(inner, rows, index),
+    /** How a thread is taken back to an earlier checkpoint (see `rewind`); none: it cannot be. */
+    private readonly rewinder?: ThreadRewinder,
   ) {
     super(inner.serde);
   }
@@ -234,7 +242,34 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
     const namespace: unknown = config.configurable?.checkpoint_ns ?? "";
     const value: unknown = checkpoint.channel_values?.messages;
     const parent: unknown = config.configurable?.checkpoint_id;
-    const plan = namespace === "" && Array.isArray(value) ? await this.plan(threadId, typeof parent === "string" ? parent : undefined, value) : undefined;
+    const parentId = typeof parent === "string" ? parent : undefined;
+    if (namespace !== "" || !Array.isArray(value)) return this.writer.write({ config, checkpoint, metadata, newVersions, threadId, messages: [], listing: undefined });
+    const written = this.threads.get(threadId)?.written;
+    let plan = await this.plan(threadId, parentId, value);
+    try {
+      return await this.written(config, checkpoint, metadata, newVersions, threadId, value, plan);
+    } catch (error) {
+      // Keys counted on from this worker's last checkpoint of the thread, but another worker wrote
+      // rows since (a fork of an older checkpoint, or a run taken back): count from the stored rows.
+      if (!plan?.counted || !plan.rows.length) throw error;
+      const thread = this.thread(threadId);
+      thread.next = undefined;
+      if (written) thread.written = written;
+      plan = await this.plan(threadId, parentId, value);
+      return this.written(config, checkpoint, metadata, newVersions, threadId, value, plan);
+    }
+  }
+
+  /** Write the checkpoint with its message list stored as `plan` says (undefined: as it is). */
+  private async written(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+    threadId: string,
+    value: unknown[],
+    plan: StorePlan | undefined,
+  ): Promise<RunnableConfig> {
     let listing: ThreadListing | undefined;
     if (plan) {
       checkpoint = { ...checkpoint, channel_values: { ...checkpoint.channel_values, messages: plan.refs } };
@@ -242,7 +277,7 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
       // of a new conversation changes nothing the list shows (one listing write fewer per new conversation).
       const before = this.threads.get(threadId)?.last?.ranges ?? NO_MESSAGES;
       const owner = plan.last.ranges !== before ? conversationOwnerOf(config.configurable) : undefined;
-      if (owner) listing = { owner, summary: summaryOf(value as unknown[]), now: Date.now() };
+      if (owner) listing = { owner, summary: summaryOf(value), now: Date.now() };
     }
     const saved = await this.writer.write({ config, checkpoint, metadata, newVersions, threadId, messages: plan?.rows ?? [], listing });
     if (plan) this.settle(threadId, checkpoint.id, plan);
@@ -267,6 +302,36 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
     await this.rows.deleteThread(threadId);
     await this.index?.deleteThread(threadId);
     this.forget(threadId);
+  }
+
+  /**
+   * Take the thread back to `base`, the checkpoint a run started from (null: the thread had none),
+   * as if the run never ran (see thread-rewind.ts): the checkpoints after it go, with their writes
+   * and the writes the run added to `base`; the message rows only they named are emptied; the
+   * conversation list shows the thread as it is again. The caller holds the conversation's lock.
+   */
+  async rewind(threadId: string, base: string | null, keepWrites: RewindTarget["keepWrites"], owner: ThreadOwner | undefined): Promise<void> {
+    if (!this.rewinder) throw new Error("this checkpoint store cannot take a thread back");
+    const named = new Set<number>();
+    let kept: CheckpointTuple | undefined;
+    for await (const tuple of this.inner.list({ configurable: { thread_id: threadId, checkpoint_ns: "" } })) {
+      if (base !== null && tuple.checkpoint.id <= base) {
+        kept = tuple;
+        break;
+      }
+      const value: unknown = tuple.checkpoint.channel_values?.messages;
+      if (isMessageRefs(value)) for (const key of keysAt(value)) named.add(key);
+    }
+    const still: unknown = kept?.checkpoint.channel_values?.messages;
+    if (isMessageRefs(still)) for (const key of keysAt(still)) named.delete(key);
+    await this.rewinder.rewind({ threadId, base, keepWrites, releasedKeys: [...named] });
+    this.forget(threadId);
+    if (!owner || !this.index) return;
+    if (!kept) await this.index.deleteThread(threadId);
+    else {
+      const messages: unknown = (await this.resolve(kept)).checkpoint.channel_values?.messages;
+      await this.index.touch(threadId, owner, summaryOf(Array.isArray(messages) ? messages : []), Date.now());
+    }
   }
 
   /**
@@ -403,6 +468,7 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
       fresh.sort((a, b) => a - b);
     }
     let next = thread.next && thread.next.after === parent ? thread.next.key : undefined;
+    const counted = next !== undefined;
     const rows: Array<readonly [number, string]> = [];
     const revived: Array<readonly [number, BaseMessage]> = [];
     if (fresh.length) {
@@ -421,6 +487,7 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
       rows,
       revived,
       next,
+      counted,
       // A copy: a node that pushes onto the channel's array must not change what this worker remembers.
       last: { ranges: JSON.stringify(ranges), messages: [...(messages as BaseMessage[])], keys },
     };

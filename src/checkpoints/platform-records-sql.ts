@@ -10,6 +10,7 @@ import {
   type PlatformRecords,
   type PlatformRun,
   type PlatformThread,
+  type RunBase,
   type RunStatus,
   type ThreadChanges,
   type ThreadFilters,
@@ -32,7 +33,7 @@ import {
  */
 
 const THREAD_COLUMNS = "user_id, thread_id, agent_id, metadata, status, created_at, updated_at";
-const RUN_COLUMNS = "user_id, thread_id, run_id, agent_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at";
+const RUN_COLUMNS = "user_id, thread_id, run_id, agent_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at, base";
 
 const SORT_COLUMN: Readonly<Record<ThreadSearch["sortBy"], string>> = {
   thread_id: "thread_id",
@@ -73,6 +74,8 @@ interface RunRow {
   multitask_strategy: string;
   created_at: number | string;
   updated_at: number | string;
+  /** RunBase as JSON; null until the run starts. */
+  base: Json | null;
 }
 
 function threadOf(row: ThreadRow): PlatformThread {
@@ -99,8 +102,12 @@ function runOf(row: RunRow): PlatformRun {
     multitaskStrategy: row.multitask_strategy,
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
+    base: row.base === null ? null : (parsed(row.base) as unknown as RunBase),
   };
 }
+
+/** The JSON text of a run's base; null when it has none. */
+const baseText = (base: RunBase | null | undefined): string | null => (base ? JSON.stringify(base) : null);
 
 /** How one backend spells the column types. */
 interface Types {
@@ -139,6 +146,7 @@ function platformDdl(threads: string, runs: string, t: Types): string[] {
   multitask_strategy ${t.text} NOT NULL,
   created_at ${t.time} NOT NULL,
   updated_at ${t.time} NOT NULL,
+  base ${t.document},
   PRIMARY KEY (user_id, thread_id, run_id)
 )`,
     `CREATE INDEX IF NOT EXISTS ${PLATFORM_RUN_TABLE}_by_created ON ${runs} (user_id, thread_id, created_at DESC, run_id)`,
@@ -147,10 +155,10 @@ function platformDdl(threads: string, runs: string, t: Types): string[] {
 
 /** Record a run, replacing what was recorded under its id. */
 const putRunSql = (runs: string, p: (n: number) => string) =>
-  `INSERT INTO ${runs} (${RUN_COLUMNS}) VALUES (${[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map(p).join(", ")})
+  `INSERT INTO ${runs} (${RUN_COLUMNS}) VALUES (${[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11].map(p).join(", ")})
 ON CONFLICT (user_id, thread_id, run_id) DO UPDATE SET agent_id = excluded.agent_id, status = excluded.status,
   metadata = excluded.metadata, kwargs = excluded.kwargs, multitask_strategy = excluded.multitask_strategy,
-  created_at = excluded.created_at, updated_at = excluded.updated_at`;
+  created_at = excluded.created_at, updated_at = excluded.updated_at, base = excluded.base`;
 
 /**
  * SQLite's filters, each off while its parameter is NULL, so one statement per order serves every
@@ -220,7 +228,7 @@ ORDER BY ${orderBy({ sortBy, sortOrder })} LIMIT @limit OFFSET @offset`;
     this.countStmt = db.prepare(`SELECT count(*) FROM ${threads} AS thread WHERE ${SQLITE_FILTERS}`).pluck();
     this.putRunStmt = db.prepare(putRunSql(runs, () => "?"));
     this.setRunStatusStmt = db.prepare(
-      `UPDATE ${runs} SET status = ?, updated_at = ? WHERE user_id = ? AND thread_id = ? AND run_id = ? RETURNING ${RUN_COLUMNS}`,
+      `UPDATE ${runs} SET status = ?, updated_at = ?, base = COALESCE(base, ?) WHERE user_id = ? AND thread_id = ? AND run_id = ? RETURNING ${RUN_COLUMNS}`,
     );
     this.getRunStmt = db.prepare(`SELECT ${RUN_COLUMNS} FROM ${runs} WHERE user_id = ? AND thread_id = ? AND run_id = ?`);
     this.listRunsStmt = db.prepare(
@@ -285,11 +293,12 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
       run.multitaskStrategy,
       run.createdAt,
       run.updatedAt,
+      baseText(run.base),
     );
   }
 
-  async setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number): Promise<PlatformRun | undefined> {
-    const row = this.setRunStatusStmt.get(status, now, userId, threadId, runId) as RunRow | undefined;
+  async setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined> {
+    const row = this.setRunStatusStmt.get(status, now, baseText(base), userId, threadId, runId) as RunRow | undefined;
     return row && runOf(row);
   }
 
@@ -312,6 +321,9 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
 export function createSqlitePlatformTables(db: Database.Database): void {
   const types: Types = { text: "TEXT", json: "TEXT", document: "TEXT", time: "INTEGER" };
   for (const statement of platformDdl(PLATFORM_THREAD_TABLE, PLATFORM_RUN_TABLE, types)) db.exec(statement);
+  // Run records of the release before rollback have no base column.
+  const columns = db.prepare(`SELECT name FROM pragma_table_info('${PLATFORM_RUN_TABLE}')`).pluck().all() as string[];
+  if (!columns.includes("base")) db.exec(`ALTER TABLE ${PLATFORM_RUN_TABLE} ADD COLUMN base TEXT`);
 }
 
 /**
@@ -323,6 +335,8 @@ export function createSqlitePlatformTables(db: Database.Database): void {
 export async function createPostgresPlatformTables(client: pg.ClientBase, schema: string): Promise<void> {
   const types: Types = { text: 'TEXT COLLATE "C"', json: "JSONB", document: "JSON", time: "BIGINT" };
   for (const statement of platformDdl(`"${schema}".${PLATFORM_THREAD_TABLE}`, `"${schema}".${PLATFORM_RUN_TABLE}`, types)) await client.query(statement);
+  // Run records of the release before rollback have no base column.
+  await client.query(`ALTER TABLE "${schema}".${PLATFORM_RUN_TABLE} ADD COLUMN IF NOT EXISTS base ${types.document}`);
 }
 
 /**
@@ -430,13 +444,14 @@ ORDER BY ${orderBy(search)} LIMIT $${params.length - 1} OFFSET $${params.length}
       run.multitaskStrategy,
       run.createdAt,
       run.updatedAt,
+      baseText(run.base),
     ]);
   }
 
-  async setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number): Promise<PlatformRun | undefined> {
+  async setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined> {
     const { rows } = await this.pool.query<RunRow>(
-      `UPDATE ${this.runs} SET status = $4, updated_at = $5 WHERE user_id = $1 AND thread_id = $2 AND run_id = $3 RETURNING ${RUN_COLUMNS}`,
-      [userId, threadId, runId, status, now],
+      `UPDATE ${this.runs} SET status = $4, updated_at = $5, base = COALESCE(base, $6) WHERE user_id = $1 AND thread_id = $2 AND run_id = $3 RETURNING ${RUN_COLUMNS}`,
+      [userId, threadId, runId, status, now, baseText(base)],
     );
     return rows[0] && runOf(rows[0]);
   }

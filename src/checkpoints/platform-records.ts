@@ -53,6 +53,16 @@ export interface ThreadChanges {
   readonly now: number;
 }
 
+/**
+ * Where a run started, noted as it first starts: the thread's latest checkpoint then (null: the
+ * thread had none) and that checkpoint's pending writes as (task id, channel). A rollback takes the
+ * thread back to it.
+ */
+export interface RunBase {
+  readonly checkpointId: string | null;
+  readonly writes: ReadonlyArray<readonly [string, string]>;
+}
+
 export interface PlatformRun {
   readonly userId: string;
   readonly threadId: string;
@@ -65,6 +75,8 @@ export interface PlatformRun {
   readonly multitaskStrategy: string;
   readonly createdAt: number;
   readonly updatedAt: number;
+  /** Where it started; null (or absent) until it has. */
+  readonly base?: RunBase | null;
 }
 
 export interface PlatformRecords {
@@ -82,8 +94,11 @@ export interface PlatformRecords {
 
   /** Record a run (its thread's record exists). */
   putRun(run: PlatformRun): Promise<void>;
-  /** Set a run's status (and updatedAt); undefined when the user has no such run on that thread. */
-  setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number): Promise<PlatformRun | undefined>;
+  /**
+   * Set a run's status (and updatedAt), and its base when given and it has none yet (a run started
+   * again keeps the base of its first start); undefined when the user has no such run on that thread.
+   */
+  setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined>;
   getRun(userId: string, threadId: string, runId: string): Promise<PlatformRun | undefined>;
   /** The thread's runs, newest first; `status` filters. */
   listRuns(userId: string, threadId: string, page: { readonly offset: number; readonly limit: number; readonly status?: RunStatus }): Promise<PlatformRun[]>;
@@ -164,7 +179,7 @@ function newestRunFirst(a: PlatformRun, b: PlatformRun): number {
 }
 
 const threadCopy = (thread: PlatformThread): PlatformThread => ({ ...thread, metadata: jsonCopy(thread.metadata) });
-const runCopy = (run: PlatformRun): PlatformRun => ({ ...run, metadata: jsonCopy(run.metadata), kwargs: jsonCopy(run.kwargs) });
+const runCopy = (run: PlatformRun): PlatformRun => ({ ...run, metadata: jsonCopy(run.metadata), kwargs: jsonCopy(run.kwargs), base: run.base ? jsonCopy(run.base) : null });
 
 /** A map key of several ids (JSON, so no separator can be forged by an id). */
 const keyOf = (...ids: string[]): string => JSON.stringify(ids);
@@ -231,11 +246,11 @@ export class MemoryPlatformRecords implements PlatformRecords {
     runs.set(run.runId, runCopy(run));
   }
 
-  async setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number): Promise<PlatformRun | undefined> {
+  async setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined> {
     const runs = this.runs.get(keyOf(userId, threadId));
     const run = runs?.get(runId);
     if (!runs || !run) return undefined;
-    const updated: PlatformRun = { ...run, status, updatedAt: now };
+    const updated: PlatformRun = { ...run, status, updatedAt: now, base: run.base ?? (base ? jsonCopy(base) : null) };
     runs.set(runId, updated);
     return runCopy(updated);
   }

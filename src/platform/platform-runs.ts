@@ -1,14 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Command } from "@langchain/langgraph";
-import type { PlatformRecords, PlatformRun, RunStatus, ThreadStatus } from "../checkpoints/platform-records.ts";
+import type { PlatformRecords, PlatformRun, RunBase, RunStatus, ThreadStatus } from "../checkpoints/platform-records.ts";
 import type { Config } from "../config/schema.ts";
 import { FORBIDDEN_AGENT_CONFIG_KEYS } from "../contract/requests.ts";
 import type { RunCreateRequest, StreamMode } from "../contract/platform.ts";
 import type { RunCanceller } from "../coordination/cancel/run-canceller.ts";
 import { AgentRun, type RunEvents, type RunReporting } from "../conversations/agent-run.ts";
 import type { Conversation } from "../conversations/conversation-service.ts";
-import type { RunExecutor, Turns } from "../conversations/turns.ts";
+import type { RunExecutor, Turns, UnderLock } from "../conversations/turns.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import type { Logger } from "../observability/logger.ts";
 import { runEnvelope, type PreparedRun } from "../runs/prepare.ts";
@@ -90,14 +90,13 @@ function modesOf(body: RunCreateRequest): StreamMode[] {
 
 /**
  * Refuse, before anything is stored, the options this release does not serve (each answered
- * 422 not_supported naming it): background work (enqueue, rollback, delayed runs, webhooks) and the
- * stream modes without a graph mode behind them.
+ * 422 not_supported naming it): background work (enqueue, delayed runs, webhooks) on a run that is
+ * not a background run, and the stream modes without a graph mode behind them.
  */
 export function refuseUnserved(body: RunCreateRequest, background = false): void {
   const refuse = (what: string) => {
     throw new ServiceError("not_supported", { detail: `${what} is not supported by agenthost yet.` });
   };
-  if (body.multitask_strategy === "rollback") refuse('multitask_strategy "rollback"');
   if (!background && body.multitask_strategy === "enqueue") refuse('multitask_strategy "enqueue" on a run that is not a background run (POST /threads/{thread_id}/runs)');
   if (!background && body.after_seconds) refuse("after_seconds on a run that is not a background run (POST /threads/{thread_id}/runs)");
   if (!background && body.webhook) refuse("webhook on a run that is not a background run (POST /threads/{thread_id}/runs)");
@@ -155,9 +154,8 @@ export class PlatformRuns {
   ): Promise<PlatformRunHandle> {
     refuseUnserved(body, background !== undefined);
     const { config } = this.deps;
+    // The strategy for runs already on the thread (interrupt, rollback) was applied before this.
     const { conversation, stateless } = await this.placed(caller, threadId, body);
-    // A background run's strategy was applied when it was accepted.
-    if (body.multitask_strategy === "interrupt" && !background) await this.deps.canceller.cancel(conversation.storageKey);
 
     const envelope = runEnvelope(
       config,
@@ -184,8 +182,14 @@ export class PlatformRuns {
     const refusesBusy = background !== undefined || (body.multitask_strategy ?? "reject") === "reject";
     const prepared: PreparedRun = { ...envelope, graphConfig, input: inputOf(body), checkInterrupts: false, refusesBusy, createdBy: background?.createdBy };
     const outcome: RunOutcome = { values: undefined, interrupts: [] };
-    const run = new AgentRun(this.deps.turns, this.deps.reporting, conversation, prepared, control, undefined, logger);
-    const record = this.recorder(conversation, prepared, body, outcome, background);
+    // Where the run starts, read under the lock: a rollback takes the thread back there.
+    let base: RunBase | undefined;
+    const noteBase: UnderLock = (run, head) => {
+      base = { checkpointId: head.checkpointId ?? null, writes: head.pendingWrites.map(([task, channel]) => [task, channel] as const) };
+      return run;
+    };
+    const run = new AgentRun(this.deps.turns, this.deps.reporting, conversation, prepared, control, noteBase, logger);
+    const record = this.recorder(conversation, prepared, body, outcome, background, () => base);
     const executor = platformChunks(modesOf(body), body.stream_subgraphs === true, outcome, background?.attempt);
     const recorded: RunExecutor<PlatformEvent> = { mayBeFinal: executor.mayBeFinal, execute: (p, signal) => record(executor.execute(p, signal), signal) };
     return {
@@ -247,14 +251,21 @@ export class PlatformRuns {
    * The run's record around its events, written under the lock: `running` and the thread `busy` as
    * it starts, then how it ended.
    */
-  private recorder(conversation: Conversation, prepared: PreparedRun, body: RunCreateRequest, outcome: RunOutcome, background: BackgroundExecution | undefined) {
+  private recorder(
+    conversation: Conversation,
+    prepared: PreparedRun,
+    body: RunCreateRequest,
+    outcome: RunOutcome,
+    background: BackgroundExecution | undefined,
+    baseOf: () => RunBase | undefined,
+  ) {
     const { records } = this.deps;
     const userId = conversation.userId;
     const threadId = conversation.threadId;
     return async function* (events: AsyncGenerator<PlatformEvent, void, undefined>, signal: AbortSignal): AsyncGenerator<PlatformEvent, void, undefined> {
       const now = Date.now();
       // A background run's record exists since it was accepted (its kwargs are its whole request).
-      if (background) await records.setRunStatus(userId, threadId, prepared.runId, "running", now);
+      if (background) await records.setRunStatus(userId, threadId, prepared.runId, "running", now, baseOf());
       else await records.putRun({
         userId,
         threadId,
@@ -266,6 +277,7 @@ export class PlatformRuns {
         multitaskStrategy: body.multitask_strategy ?? "reject",
         createdAt: now,
         updatedAt: now,
+        base: baseOf() ?? null,
       });
       await records.updateThread(userId, threadId, { status: "busy", now });
       let status: RunStatus = "error";

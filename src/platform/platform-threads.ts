@@ -1,11 +1,13 @@
 import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { INTERRUPT } from "@langchain/langgraph";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import type { AgentRegistry } from "../agents/registry.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { ConversationStore } from "../checkpoints/conversation-store.ts";
-import type { PlatformRecords, PlatformThread, ThreadSearch } from "../checkpoints/platform-records.ts";
+import type { PlatformRecords, PlatformRun, PlatformThread, RunBase, ThreadSearch } from "../checkpoints/platform-records.ts";
 import type { ThreadCreateRequest, ThreadSearchRequest } from "../contract/platform.ts";
-import type { Conversation, ConversationService } from "../conversations/conversation-service.ts";
+import type { Conversation, ConversationService, HeldConversation } from "../conversations/conversation-service.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import { assistantIdOf, type Assistants } from "./assistants.ts";
 import { interruptsByTask, wireState, type WireCheckpoint, type WireThreadState } from "./thread-state.ts";
@@ -116,6 +118,51 @@ export class PlatformThreads {
     const conversation = this.conversationOf(caller, thread);
     if (conversation) await this.deps.conversations.withConversation(conversation, control, () => this.deps.store.clear(conversation.storageKey));
     await this.deps.records.deleteThread(thread.userId, threadId);
+  }
+
+  /**
+   * Take the conversation back to where `runs` (its runs just stopped) found it, under its lock (so
+   * after they have let go of it), as if they never ran: the earliest base among them is restored
+   * (see ConversationStore.rewind) and their records deleted. A run with no base never started and
+   * wrote nothing. The thread ends `interrupted` when the base was paused on an interrupt, else `idle`.
+   */
+  async rollBack(conversation: Conversation, runs: readonly PlatformRun[], control: AbortController): Promise<void> {
+    const { records, store } = this.deps;
+    const { userId, threadId, storageKey } = conversation;
+    const held = await this.holdOnceFree(conversation, control);
+    try {
+      let base: RunBase | undefined;
+      for (const run of runs) {
+        const current = (await records.getRun(userId, threadId, run.runId))?.base ?? undefined;
+        if (current && (!base || (current.checkpointId ?? "") < (base.checkpointId ?? ""))) base = current;
+      }
+      if (base) await store.rewind(storageKey, base, { userId, agentId: conversation.agent.name, threadId });
+      for (const run of runs) await records.deleteRun(userId, threadId, run.runId);
+      const paused = base?.writes.some(([, channel]) => channel === INTERRUPT) ?? false;
+      await records.updateThread(userId, threadId, { status: paused ? "interrupted" : "idle", now: Date.now() });
+    } finally {
+      await held.release();
+    }
+  }
+
+  /**
+   * The conversation's lock, once the runs just told to stop have let go of it: asked for again,
+   * backing off, while it is busy (whatever THREAD_QUEUE_TIMEOUT allows a waiting request), until
+   * `control` aborts (the request's deadline), which answers the last refusal.
+   */
+  private async holdOnceFree(conversation: Conversation, control: AbortController): Promise<HeldConversation> {
+    for (let delay = 5; ; delay = Math.min(delay * 2, 500)) {
+      try {
+        return await this.deps.conversations.hold(conversation, control);
+      } catch (error) {
+        if (!(error instanceof ServiceError && (error.kind === "conversation_busy" || error.kind === "conversation_queue_timeout"))) throw error;
+        try {
+          await sleep(delay, undefined, { signal: control.signal });
+        } catch {
+          throw error;
+        }
+      }
+    }
   }
 
   async search(caller: PlatformCaller, body: ThreadSearchRequest): Promise<WireThread[]> {

@@ -2,7 +2,7 @@
 // PostgreSQL with Redis: every worker killed with SIGKILL in the middle of a run, and the run still
 // ends `success` on a replacement, continued from its last checkpoint (each step once, one answer in
 // the thread, its second attempt in the events' metadata); runs enqueued on one thread across both
-// workers execute in order of arrival.
+// workers execute in order of arrival; interrupt and rollback across them.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
@@ -129,6 +129,34 @@ for (const topology of TOPOLOGIES) {
         ...["three", "step 1", "finished"],
         ...["four", "step 1", "finished"],
       ]);
+    });
+
+    test("interrupt keeps the stopped run's steps; rollback takes its run back as if it never ran, read alike on every worker", async () => {
+      const thread = await client.threads.create();
+      const begin = (content: string, configurable: Record<string, number>, multitaskStrategy?: "interrupt" | "rollback") =>
+        client.runs.create(thread.thread_id, STEPS, { input: { messages: [{ role: "user", content }] }, config: { configurable }, multitaskStrategy });
+      const lastIs = async (...tail: string[]) => {
+        const now = contents((await client.threads.getState(thread.thread_id)).values);
+        return now.slice(-tail.length).join("|") === tail.join("|");
+      };
+      const stopped = await begin("stop me", { steps: 1, sleep_ms: 60_000 });
+      await eventually(() => lastIs("stop me", "step 1"), 30_000, "the first run's step stored");
+      const interrupter = await begin("interrupter", { steps: 1 }, "interrupt");
+      await client.runs.join(thread.thread_id, interrupter.run_id);
+      assert.equal(await statusOf(thread.thread_id, stopped.run_id), "interrupted");
+      const kept = ["stop me", "step 1", "interrupter", "step 1", "finished"];
+      assert.deepEqual(contents((await client.threads.getState(thread.thread_id)).values), kept);
+
+      const doomed = await begin("doomed", { steps: 2, sleep_ms: 60_000 });
+      await eventually(() => lastIs("doomed", "step 1", "step 2"), 30_000, "the doomed run's steps stored");
+      const instead = await begin("instead", { steps: 1 }, "rollback");
+      await client.runs.join(thread.thread_id, instead.run_id);
+      await assert.rejects(client.runs.get(thread.thread_id, doomed.run_id), (error: { status?: number }) => error.status === 404);
+      const expected = [...kept, "instead", "step 1", "finished"];
+      // Each read goes to either worker: both answer the same, and the same as storage.
+      for (let i = 0; i < 4; i++) assert.deepEqual(contents((await client.threads.getState(thread.thread_id)).values), expected);
+      const history = await client.threads.getHistory(thread.thread_id, { limit: 100 });
+      for (const state of history) assert.ok(!contents(state.values).includes("doomed"), "a checkpoint of the doomed run is left");
     });
   });
 }

@@ -1,7 +1,8 @@
 // The message store under LangGraph's own operations, on memory, SQLite and PostgreSQL: updates by
 // id, RemoveMessage, updateState, state history, two workers writing one conversation in turn, a
-// cold read by a new worker, a failed run's unsaved changes, and a write that fails half-way. SQLite
-// and PostgreSQL run the service's own savers, which write a checkpoint with its rows and listing at once.
+// cold read by a new worker, a failed run's unsaved changes, a write that fails half-way, and a run
+// taken back (the Platform API's rollback). SQLite and PostgreSQL run the service's own savers, which
+// write a checkpoint with its rows and listing at once.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -10,7 +11,7 @@ import { after, before, describe, test } from "node:test";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage } from "@langchain/core/messages";
-import { MessagesAnnotation, REMOVE_ALL_MESSAGES, StateGraph } from "@langchain/langgraph";
+import { Command, interrupt, MessagesAnnotation, REMOVE_ALL_MESSAGES, StateGraph } from "@langchain/langgraph";
 import { JsonPlusSerializer, MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { ownerConfigurable } from "../../src/contract/conversation-owner-key.ts";
 import { MemoryMessageRows, PostgresMessageRows, SqliteMessageRows, type MessageRows } from "../../src/checkpoints/message-rows.ts";
@@ -18,6 +19,7 @@ import { isMessageRefs, MessageStoreSaver } from "../../src/checkpoints/message-
 import { BatchedPostgresSaver } from "../../src/checkpoints/pg-saver.ts";
 import { SqliteFileSaver } from "../../src/checkpoints/sqlite-saver.ts";
 import { MemoryThreadIndex } from "../../src/checkpoints/thread-index.ts";
+import { PostgresThreadRewinder, RebuildingThreadRewinder, SqliteThreadRewinder } from "../../src/checkpoints/thread-rewind.ts";
 import { PostgresThreadIndex, SqliteThreadIndex } from "../../src/checkpoints/thread-index-sql.ts";
 import { DATABASE_URL } from "../helpers/postgres.ts";
 
@@ -50,6 +52,18 @@ function graphOn(saver: BaseCheckpointSaver) {
     .compile({ checkpointer: saver });
 }
 
+/** One node that asks (an interrupt) and answers with what it was told. */
+function askingGraph(saver: BaseCheckpointSaver) {
+  return new StateGraph(MessagesAnnotation)
+    .addNode("ask", () => {
+      const answer: unknown = interrupt("question");
+      return { messages: [new AIMessage(`the answer was ${String(answer)}`)] };
+    })
+    .addEdge("__start__", "ask")
+    .addEdge("ask", "__end__")
+    .compile({ checkpointer: saver });
+}
+
 interface Store {
   readonly name: string;
   /** A new worker's saver over the same storage (a fresh cache). */
@@ -73,7 +87,7 @@ function memoryStore(): Store {
   const put = inner.put.bind(inner);
   return {
     name: "memory",
-    worker: () => new MessageStoreSaver(inner, rows, 10_000, index),
+    worker: () => new MessageStoreSaver(inner, rows, 10_000, index, undefined, new RebuildingThreadRewinder(inner, rows)),
     async failWrites(fail) {
       inner.put = fail ? () => Promise.reject(new Error(FAILURE)) : put;
     },
@@ -102,7 +116,7 @@ function sqliteStore(): Store {
       const rows = new SqliteMessageRows(db);
       const index = new SqliteThreadIndex(db);
       const saver = new SqliteFileSaver(db, new JsonPlusSerializer(), rows, index);
-      return new MessageStoreSaver(saver, rows, 10_000, index, saver);
+      return new MessageStoreSaver(saver, rows, 10_000, index, saver, new SqliteThreadRewinder(db));
     },
     async failWrites(fail) {
       dbs[0]!.exec(fail ? `CREATE TRIGGER fail_listing BEFORE INSERT ON agenthost_threads BEGIN SELECT RAISE(ABORT, '${FAILURE}'); END` : "DROP TRIGGER fail_listing");
@@ -126,7 +140,13 @@ function postgresStore(): Store & { setup(): Promise<void> } {
   const make = () => {
     const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 2 });
     pools.push(pool);
-    return { pool, saver: new BatchedPostgresSaver(pool, new JsonPlusSerializer(), schema), rows: new PostgresMessageRows(pool, schema), index: new PostgresThreadIndex(pool, schema) };
+    return {
+      pool,
+      saver: new BatchedPostgresSaver(pool, new JsonPlusSerializer(), schema),
+      rows: new PostgresMessageRows(pool, schema),
+      index: new PostgresThreadIndex(pool, schema),
+      rewinder: new PostgresThreadRewinder(pool, schema),
+    };
   };
   return {
     name: "postgres",
@@ -137,8 +157,8 @@ function postgresStore(): Store & { setup(): Promise<void> } {
       await index.setup();
     },
     worker() {
-      const { saver, rows, index } = make();
-      return new MessageStoreSaver(saver, rows, 10_000, index, saver);
+      const { saver, rows, index, rewinder } = make();
+      return new MessageStoreSaver(saver, rows, 10_000, index, saver, rewinder);
     },
     async failWrites(fail) {
       await pools[0]!.query(
@@ -174,7 +194,7 @@ for (const makeStore of [memoryStore, sqliteStore, postgresStore]) {
     const turn = (saver: MessageStoreSaver, thread: string, said: string) =>
       graphOn(saver).invoke({ messages: [new HumanMessage(said)] }, { configurable: { thread_id: thread } });
     const read = async (saver: MessageStoreSaver, thread: string) =>
-      ((await graphOn(saver).getState({ configurable: { thread_id: thread } })).values as { messages: BaseMessage[] }).messages;
+      ((await graphOn(saver).getState({ configurable: { thread_id: thread } })).values as { messages?: BaseMessage[] }).messages ?? [];
 
     test("checkpoints keep key ranges, not the list; updates by id, RemoveMessage and REMOVE_ALL are kept", async () => {
       const saver = store.worker();
@@ -270,6 +290,59 @@ for (const makeStore of [memoryStore, sqliteStore, postgresStore]) {
       await owned("after");
       assert.deepEqual(texts(await read(store.worker(), "half")), ["human:hello", "ai:answer to hello", "human:after", "ai:answer to after"]);
       assert.deepEqual(await store.stored("half"), { rows: 4, listed: 4 });
+    });
+
+    /** The thread's latest checkpoint as a run starting now would note it (its id and pending writes). */
+    const baseOf = async (saver: MessageStoreSaver, thread: string) => {
+      const head = await saver.inner.getTuple({ configurable: { thread_id: thread, checkpoint_ns: "" } });
+      return { id: head?.checkpoint.id ?? null, writes: (head?.pendingWrites ?? []).map(([task, channel]) => [task, channel] as const) };
+    };
+    /** Every stored message row's text, emptied ones included. */
+    const rowTexts = async (saver: MessageStoreSaver, thread: string) => {
+      const max = await saver.rows.maxKey(thread);
+      return [...(await saver.rows.read(thread, Array.from({ length: max + 1 }, (_, key) => key))).values()];
+    };
+
+    test("a run taken back leaves its thread as it found it, its messages gone; the next writer, on another worker, reuses no key", async () => {
+      const [a, b] = [store.worker(), store.worker()];
+      await turn(a, "rewound", "one");
+      const base = await baseOf(a, "rewound");
+      await turn(b, "rewound", "doomed");
+      await b.rewind("rewound", base.id, base.writes, undefined);
+      const kept = ["human:one", "ai:answer to one"];
+      assert.deepEqual(texts(await read(a, "rewound")), kept);
+      assert.deepEqual(texts(await read(b, "rewound")), kept);
+      for (const text of await rowTexts(a, "rewound")) assert.ok(!text.includes("doomed"), "a message of the run taken back is still stored");
+      for await (const tuple of a.list({ configurable: { thread_id: "rewound" } })) assert.ok(tuple.checkpoint.id <= base.id!, "a checkpoint of the run is left");
+      // Worker a last wrote the base: it counts keys on from there, over the rows worker b wrote and
+      // the rewind emptied. b still holds those keys' messages; it must read the new ones.
+      await turn(a, "rewound", "two");
+      const expected = [...kept, "human:two", "ai:answer to two"];
+      assert.deepEqual(texts(await read(b, "rewound")), expected);
+      assert.deepEqual(texts(await read(store.worker(), "rewound")), expected);
+    });
+
+    test("a run taken back on a thread it started empties the thread; one that resumed an interrupt leaves it paused again", async () => {
+      const saver = store.worker();
+      await turn(saver, "emptied", "only");
+      await saver.rewind("emptied", null, [], undefined);
+      assert.equal(await saver.getTuple({ configurable: { thread_id: "emptied", checkpoint_ns: "" } }), undefined);
+      assert.deepEqual(texts(await read(store.worker(), "emptied")), []);
+
+      const asking = askingGraph(saver);
+      const config = { configurable: { thread_id: "paused" } };
+      await asking.invoke({ messages: [new HumanMessage("may I?")] }, config);
+      const base = await baseOf(saver, "paused");
+      assert.ok(base.writes.some(([, channel]) => channel === "__interrupt__"), "the base is paused on an interrupt");
+      await asking.invoke(new Command({ resume: "no" }), config);
+      assert.deepEqual((await asking.getState(config)).next, []);
+      await saver.rewind("paused", base.id, base.writes, undefined);
+      const again = askingGraph(store.worker());
+      const paused = await again.getState(config);
+      assert.deepEqual(paused.next, ["ask"]);
+      assert.equal(paused.tasks[0]?.interrupts[0]?.value, "question");
+      await again.invoke(new Command({ resume: "yes" }), config);
+      assert.deepEqual(texts(await read(store.worker(), "paused")), ["human:may I?", "ai:the answer was yes"]);
     });
   });
 }

@@ -91,6 +91,7 @@ function run(threadId: string, runId: string, fields: Partial<PlatformRun> = {})
     multitaskStrategy: "reject",
     createdAt: 1_000,
     updatedAt: 1_000,
+    base: null,
     ...fields,
   };
 }
@@ -348,6 +349,20 @@ for (const [name, make] of [["memory", memory], ["filedb", sqlite], ["serverdb",
       assert.deepEqual(runIdsOf(await store.listRuns(ALICE, "t", { offset: 0, limit: 10 })), ["r3", "r2", "r1"]);
     });
 
+    test("a run's base is noted at its first start and kept when it starts again (a rollback goes back to it)", async () => {
+      const store = await records();
+      await store.createThread(thread("t"));
+      await store.putRun(run("t", "r"));
+      const first = { checkpointId: "1f0-first", writes: [["task-a", "__interrupt__"]] as const };
+      assert.deepEqual((await store.setRunStatus(ALICE, "t", "r", "running", 2_000, first))?.base, first);
+      const again = await store.setRunStatus(ALICE, "t", "r", "running", 3_000, { checkpointId: "1f0-later", writes: [] });
+      assert.deepEqual(again?.base, first, "a run claimed again keeps the base of its first start");
+      assert.deepEqual((await store.setRunStatus(ALICE, "t", "r", "success", 4_000))?.base, first);
+      const empty = { checkpointId: null, writes: [] };
+      await store.putRun(run("t", "fresh", { status: "running", base: empty }));
+      assert.deepEqual((await store.getRun(ALICE, "t", "fresh"))?.base, empty);
+    });
+
     test("a run's kwargs come back as given, a \\u0000 in the input included", async () => {
       const store = await records();
       await store.createThread(thread("t"));
@@ -436,6 +451,25 @@ WHERE table_schema = $1 AND data_type = 'text' ORDER BY table_name, column_name`
     });
   } finally {
     await made.close();
+  }
+});
+
+test("filedb: a run table of the release before rollback gets its base column; its records read with none", async () => {
+  const { file, remove } = sqliteFile();
+  const db = new Database(file);
+  try {
+    db.exec(`CREATE TABLE agenthost_platform_runs (user_id TEXT NOT NULL, thread_id TEXT NOT NULL, run_id TEXT NOT NULL, agent_id TEXT NOT NULL,
+  status TEXT NOT NULL, metadata TEXT NOT NULL, kwargs TEXT NOT NULL, multitask_strategy TEXT NOT NULL, created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL, PRIMARY KEY (user_id, thread_id, run_id))`);
+    db.prepare("INSERT INTO agenthost_platform_runs VALUES ('alice', 't', 'old', 'agent-a', 'success', '{}', '{}', 'reject', 1, 2)").run();
+    const store = new SqlitePlatformRecords(db);
+    new SqlitePlatformRecords(db); // a second worker's setup changes nothing
+    assert.equal((await store.getRun(ALICE, "t", "old"))?.base, null);
+    const base = { checkpointId: "1f0", writes: [] };
+    assert.deepEqual((await store.setRunStatus(ALICE, "t", "old", "running", 3, base))?.base, base);
+  } finally {
+    db.close();
+    remove();
   }
 });
 

@@ -1,6 +1,6 @@
 // Background runs through LangGraph's own SDK against the real service, on each backend: a run
 // accepted at once and executed with no client (joined, listed, its events replayed), the multitask
-// strategies (reject, enqueue in order of arrival, interrupt), a delayed run, the cancel of a queued
+// strategies (reject, enqueue in order of arrival, interrupt, rollback), a delayed run, the cancel of a queued
 // run, another user's runs out of reach, and hostile input. Runs longer than REQUEST_TIMEOUT and the
 // background deadline are in the last describe.
 import assert from "node:assert/strict";
@@ -143,6 +143,69 @@ for (const make of ENGINES) {
       assert.deepEqual(contents, ["first", "urgent", "through the gate"]);
     });
 
+    test("rollback stops the running run and deletes it and the queued ones, their thread as they found it, then executes", async () => {
+      const thread = await client.threads.create();
+      const kept = await client.runs.create(thread.thread_id, GATED, { input: human("kept") });
+      await until(() => gate.waiting === 1, "the kept run waits at the gate");
+      gate.open();
+      await client.runs.join(thread.thread_id, kept.run_id);
+      const head = (await client.threads.getState(thread.thread_id)).checkpoint.checkpoint_id;
+      const doomed = await client.runs.create(thread.thread_id, GATED, { input: human("doomed") });
+      await until(() => gate.waiting === 1, "the doomed run waits at the gate");
+      const queued = await client.runs.create(thread.thread_id, GATED, { input: human("queued"), multitaskStrategy: "enqueue" });
+      const urgent = await client.runs.create(thread.thread_id, GATED, { input: human("urgent"), multitaskStrategy: "rollback" });
+      // Answered once the doomed run has stopped and its writes are gone.
+      for (const gone of [doomed, queued]) {
+        await assert.rejects(client.runs.get(thread.thread_id, gone.run_id), (error: { status?: number }) => error.status === 404);
+      }
+      await until(() => gate.waiting === 1, "the urgent run waits at the gate");
+      gate.open();
+      await client.runs.join(thread.thread_id, urgent.run_id);
+      const contents = messagesOf((await client.threads.getState(thread.thread_id)).values).map((message) => message.content);
+      assert.deepEqual(contents, ["kept", "through the gate", "urgent", "through the gate"]);
+      // No checkpoint of the doomed run is left: the urgent run went on from the head the doomed one found.
+      const history = await client.threads.getHistory(thread.thread_id, { limit: 100 });
+      assert.ok(history.some((state) => state.checkpoint.checkpoint_id === head));
+      for (const state of history) assert.ok(!messagesOf(state.values).some((message) => message.content === "doomed"), "a checkpoint of the doomed run is left");
+      assert.deepEqual((await client.runs.list(thread.thread_id)).map((run) => run.run_id), [urgent.run_id, kept.run_id]);
+    });
+
+    test("cancel with action rollback deletes the run and takes its thread back to where it found it", async () => {
+      const thread = await client.threads.create();
+      const run = await client.runs.create(thread.thread_id, GATED, { input: human("take it back") });
+      await until(() => gate.waiting === 1, "the run waits at the gate");
+      await client.runs.cancel(thread.thread_id, run.run_id, false, "rollback");
+      await assert.rejects(client.runs.get(thread.thread_id, run.run_id), (error: { status?: number }) => error.status === 404);
+      assert.deepEqual(messagesOf((await client.threads.getState(thread.thread_id)).values), []);
+      assert.deepEqual(await client.threads.getHistory(thread.thread_id), []);
+      assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
+      // The thread goes on as if the run had never been: the next run's messages are stored afresh.
+      const next = await client.runs.create(thread.thread_id, GATED, { input: human("again") });
+      await until(() => gate.waiting === 1, "the next run waits at the gate");
+      gate.open();
+      const values = await client.runs.join(thread.thread_id, next.run_id);
+      assert.deepEqual(messagesOf(values).map((message) => message.content), ["again", "through the gate"]);
+    });
+
+    test("a streamed run with rollback takes back the background run on its thread", async () => {
+      const thread = await client.threads.create();
+      const run = await client.runs.create(thread.thread_id, GATED, { input: human("in the way") });
+      await until(() => gate.waiting === 1, "the run waits at the gate");
+      const waited = client.runs.wait(thread.thread_id, GATED, { input: human("instead"), multitaskStrategy: "rollback" });
+      // The run in the way is deleted before the streamed one starts.
+      await until(async () => {
+        try {
+          await client.runs.get(thread.thread_id, run.run_id);
+          return false;
+        } catch (error) {
+          return (error as { status?: number }).status === 404;
+        }
+      }, "the run in the way was rolled back");
+      await until(() => gate.waiting === 1, "the streamed run waits at the gate");
+      gate.open();
+      assert.deepEqual(messagesOf(await waited).map((message) => message.content), ["instead", "through the gate"]);
+    });
+
     test("after_seconds delays a run; a queued run cancelled ends interrupted and never executes", async () => {
       const thread = await client.threads.create();
       const later = await client.runs.create(thread.thread_id, STEPS, { input: human("much later"), afterSeconds: 3600, multitaskStrategy: "enqueue" });
@@ -199,8 +262,9 @@ for (const make of ENGINES) {
       const post = (body: Record<string, unknown>) => call(service, "POST", `/threads/${thread.thread_id}/runs`, body, "alice-token");
       for (const after_seconds of [-1, 1e12, "soon"]) assert.equal((await post({ assistant_id: STEPS, input: null, after_seconds })).status, 422);
       assert.equal((await post({ assistant_id: "no-such-agent", input: null })).status, 404);
-      const rollback = await post({ assistant_id: STEPS, input: null, multitask_strategy: "rollback" });
-      assert.equal(rollback.status, 422);
+      const unserved = await post({ assistant_id: STEPS, input: null, durability: "exit" });
+      assert.equal(unserved.status, 422);
+      assert.equal(((await unserved.json()) as { error_code?: string }).error_code, "not_supported");
       assert.deepEqual(await client.runs.list(thread.thread_id), []);
     });
   });

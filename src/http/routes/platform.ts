@@ -1,7 +1,7 @@
 import type { AgentRun } from "../../conversations/agent-run.ts";
 import { ServiceError } from "../../errors/service-error.ts";
 import { assistantIdOf } from "../../platform/assistants.ts";
-import { wireRun, type PlatformRunHandle } from "../../platform/platform-runs.ts";
+import { refuseUnserved, wireRun, type PlatformRunHandle } from "../../platform/platform-runs.ts";
 import type { PlatformCaller } from "../../platform/platform-threads.ts";
 import type { RunCreateRequest } from "../../contract/platform.ts";
 import { failureEvents, PLATFORM_SSE } from "../event-stream.ts";
@@ -72,8 +72,20 @@ export function platformHandlers(services: RouteServices): Pick<
     return run;
   };
 
-  const made = (asked: RunAsked, threadId: string | undefined) =>
-    runs.create(callerOf(asked, asked.body.config?.configurable), threadId, asked.body, asked.run, asked.logger);
+  /**
+   * The run of a streamed or waited request. With `interrupt` or `rollback`, the runs already on its
+   * thread stop first (background runs included; see BackgroundRuns.makeRoom).
+   */
+  const made = async (asked: RunAsked, threadId: string | undefined) => {
+    const caller = callerOf(asked, asked.body.config?.configurable);
+    const strategy = asked.body.multitask_strategy;
+    if (threadId !== undefined && (strategy === "interrupt" || strategy === "rollback")) {
+      refuseUnserved(asked.body);
+      const { conversation } = await runs.placed(caller, threadId, asked.body);
+      await background.makeRoom(conversation, strategy, asked.run);
+    }
+    return runs.create(caller, threadId, asked.body, asked.run, asked.logger);
+  };
 
   /**
    * Run to the end; the thread's values when it ended (with `__interrupt__` when it paused). A run
@@ -129,7 +141,7 @@ export function platformHandlers(services: RouteServices): Pick<
 
   /** A background run, accepted: answered at once with its record (pending), named as any run is. */
   const accepted = async (asked: RunAsked, threadId: string | undefined) => {
-    const run = await background.create(callerOf(asked, asked.body.config?.configurable), threadId, asked.body, asked.logger);
+    const run = await background.create(callerOf(asked, asked.body.config?.configurable), threadId, asked.body, asked.logger, asked.run);
     asked.announceRun(run.run_id);
     const location = threadId === undefined ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`;
     asked.setHeader("Content-Location", location);
@@ -249,13 +261,14 @@ export function platformHandlers(services: RouteServices): Pick<
       return { status: 204, body: null };
     },
     cancelRun: async (asked) => {
-      if (asked.query.action === "rollback") throw new ServiceError("not_supported", { detail: 'Cancelling with action "rollback" is not supported yet.' });
       const { caller, thread, run } = await runOf(asked, asked.params.thread_id!, asked.params.run_id!);
       const conversation = threads.conversationOf(caller, thread);
+      const action = asked.query.action ?? "interrupt";
       const wait = asked.query.wait === "1" || asked.query.wait === "true";
       if (conversation && (run.status === "running" || run.status === "pending")) {
-        await background.cancel(run, conversation.storageKey);
-        if (wait) await runs.settled(thread.userId, thread.threadId, run.runId, asked.run.signal);
+        // A rollback is done when this answers: the run is gone and its thread as it found it.
+        await background.cancel(run, conversation, action, asked.run);
+        if (wait && action === "interrupt") await runs.settled(thread.userId, thread.threadId, run.runId, asked.run.signal);
       }
       return wait ? { status: 204, body: null } : { status: 202, body: null };
     },
