@@ -59,7 +59,7 @@ export function renderEnvExample(readme: string): string {
     "# agenthost reads its environment only: copy this file to .env, uncomment what you change, and load it",
     "# with `node --env-file=.env bin/agenthost`, your process manager or docker compose (`env_file`).",
     "# `npm run dev` reads .env by itself. Empty values count as unset.",
-    "# With ENV_MODE=production (the default) set AUTH_SECRET or AUTH_USERS: production refuses to start without",
+    "# With ENV_MODE=production (the default) set AUTH_SECRET, AUTH_USERS or AUTH_JWT_ISSUER: production refuses to start without",
     "# a credential. Every other setting may stay as it is here.",
     "",
   ];

@@ -9,7 +9,7 @@ import type { Runtime } from "./http/http-runtime.ts";
 import { ServiceMetrics } from "./observability/metrics.ts";
 import { RunTracker } from "./runs/run-tracker.ts";
 import { buildAgentRegistry } from "./agents/registry.ts";
-import { createAuthenticator } from "./auth/principal.ts";
+import { createAuthenticator, type AuthReporting } from "./auth/principal.ts";
 import { openCheckpointBackend, type CheckpointBackend } from "./checkpoints/backend.ts";
 import { ConversationStore } from "./checkpoints/conversation-store.ts";
 import { TimedSaver } from "./checkpoints/timed-saver.ts";
@@ -117,7 +117,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     return {
       config,
       logger,
-      authenticate: createAuthenticator(config),
+      authenticate: createAuthenticator(config, authReporting(metrics, logger)),
       admission: new AdmissionLimiter(
         config.REQUEST_MAX_CONCURRENT,
         config.REQUEST_QUEUE_MAX_WAITERS,
@@ -159,4 +159,21 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     await unwind();
     throw error;
   }
+}
+
+/** Refused tokens counted by reason and logged (the reason, never the token); unreadable keys logged at most every 10 s. */
+function authReporting(metrics: ServiceMetrics, logger: Logger): AuthReporting {
+  let lastKeysLog = -Infinity;
+  return {
+    refused(reason) {
+      metrics.authRefusals.inc({ reason });
+      if (reason !== "missing") logger.info({ reason }, "bearer token refused");
+    },
+    keysUnreadable(why) {
+      const now = performance.now();
+      if (now - lastKeysLog < 10_000) return;
+      lastKeysLog = now;
+      logger.warn({ why }, "the identity provider's keys could not be read; tokens signed by keys already read are still verified");
+    },
+  };
 }

@@ -1,14 +1,17 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Config } from "../config/schema.ts";
 import { ServiceError } from "../errors/service-error.ts";
+import { JwtVerifier, KeysUnavailable, looksLikeJwt, TokenRefused, type JwtSettings, type TokenRefusalReason } from "./jwt-tokens.ts";
 
 /** Who is calling, as derived from the bearer token and AUTH_MODE. Never taken from the body. */
 export interface Principal {
-  readonly kind: "shared-secret" | "user-token" | "development";
+  readonly kind: "shared-secret" | "user-token" | "jwt" | "development";
   /** The only user this caller may act as; undefined when it may name any user. */
   readonly boundUserId: string | undefined;
   /** Non-trusted principals must present a signed feedback proof. */
   readonly needsFeedbackProof: boolean;
+  /** The roles its token carries (a JWT's AUTH_JWT_ROLES_CLAIM), for AGENT_ACCESS; none for the other kinds. */
+  readonly roles?: ReadonlySet<string>;
 }
 
 const digest = (value: string) => createHash("sha256").update(value, "utf8").digest();
@@ -18,10 +21,39 @@ function sameToken(candidate: Buffer, known: Buffer): boolean {
   return timingSafeEqual(candidate, known);
 }
 
-export type Authenticator = (authorizationHeader: string | undefined) => Principal;
+/** The principal of an `Authorization` header; a JWT is verified asynchronously, static tokens at once. */
+export type Authenticator = (authorizationHeader: string | undefined) => Principal | Promise<Principal>;
+
+/** Where a refused token is reported: a counter by reason and a log line that never holds the token. */
+export interface AuthReporting {
+  refused(reason: TokenRefusalReason | "missing"): void;
+  /** The identity provider's keys could not be read (throttled by the reporter). */
+  keysUnreadable(why: string): void;
+}
+
+const SILENT: AuthReporting = { refused: () => {}, keysUnreadable: () => {} };
+
+/** The JWT settings of `config`, when JWT bearer tokens are on (AUTH_JWT_ISSUER set). */
+export function jwtSettingsOf(config: Config): JwtSettings | undefined {
+  if (!config.AUTH_JWT_ISSUER) return undefined;
+  const algorithms = [...config.AUTH_JWT_ALGORITHMS];
+  if (config.AUTH_JWT_HS256_SECRET && !algorithms.includes("HS256")) algorithms.push("HS256");
+  return {
+    issuer: config.AUTH_JWT_ISSUER,
+    audience: config.AUTH_JWT_AUDIENCE,
+    algorithms,
+    hs256Secret: config.AUTH_JWT_HS256_SECRET,
+    userClaim: config.AUTH_JWT_USER_CLAIM,
+    rolesClaim: config.AUTH_JWT_ROLES_CLAIM,
+    clockSkewSeconds: config.AUTH_JWT_CLOCK_SKEW,
+    jwksUrl: config.AUTH_JWT_JWKS_URL,
+    keysMaxAgeMs: config.AUTH_JWT_KEYS_MAX_AGE * 1000,
+    keysMinRefreshMs: config.AUTH_JWT_KEYS_MIN_REFRESH * 1000,
+  };
+}
 
 /** Build the token check once per worker from the validated configuration. */
-export function createAuthenticator(config: Config): Authenticator {
+export function createAuthenticator(config: Config, reporting: AuthReporting = SILENT): Authenticator {
   const serviceUser = config.AUTH_SERVICE_USER_ID;
   const sharedSecret = config.AUTH_SECRET ? digest(config.AUTH_SECRET) : undefined;
   const sharedPrincipal: Principal =
@@ -32,22 +64,42 @@ export function createAuthenticator(config: Config): Authenticator {
     digest: digest(token),
     principal: { kind: "user-token", boundUserId: userId, needsFeedbackProof: true } as Principal,
   }));
-  const openDevelopment = config.ENV_MODE === "development" && !sharedSecret && userTokens.length === 0;
+  const jwtSettings = jwtSettingsOf(config);
+  const jwt = jwtSettings && new JwtVerifier(jwtSettings, (why) => reporting.keysUnreadable(why));
+  const openDevelopment = config.ENV_MODE === "development" && !sharedSecret && userTokens.length === 0 && !jwt;
   const developmentPrincipal: Principal = { kind: "development", boundUserId: serviceUser, needsFeedbackProof: false };
+
+  const refuse = (reason: TokenRefusalReason | "missing"): never => {
+    reporting.refused(reason);
+    throw new ServiceError("unauthenticated", reason === "missing" ? {} : { detail: `The bearer token was refused (${reason.replaceAll("_", " ")}).`, challenge: 'Bearer error="invalid_token"' });
+  };
+
+  const verified = async (token: string): Promise<Principal> => {
+    try {
+      const identity = await jwt!.verify(token);
+      return { kind: "jwt", boundUserId: identity.userId, needsFeedbackProof: true, roles: identity.roles };
+    } catch (error) {
+      if (error instanceof TokenRefused) return refuse(error.reason);
+      if (error instanceof KeysUnavailable) throw new ServiceError("auth_unavailable", { cause: error });
+      throw error;
+    }
+  };
 
   return (header) => {
     if (openDevelopment) return developmentPrincipal;
     const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "");
-    if (!match) throw new ServiceError("unauthenticated");
-    const presented = digest(match[1]!);
+    if (!match) return refuse("missing");
+    const token = match[1]!;
+    const presented = digest(token);
     // Compare against every known token, without stopping at the first match.
     let found: Principal | undefined;
     if (sharedSecret && sameToken(presented, sharedSecret)) found = sharedPrincipal;
     for (const entry of userTokens) {
       if (sameToken(presented, entry.digest)) found = entry.principal;
     }
-    if (!found) throw new ServiceError("unauthenticated");
-    return found;
+    if (found) return found;
+    if (jwt && looksLikeJwt(token)) return verified(token);
+    return refuse("unknown_token");
   };
 }
 

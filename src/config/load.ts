@@ -71,20 +71,38 @@ function resolveModelKeys(c: Partial<Config>, env: Env): string[] {
   return problems;
 }
 
+/** JWT settings that do not make sense together. */
+function jwtProblems(c: Partial<Config>): string[] {
+  const problems: string[] = [];
+  const named = ["AUTH_JWT_JWKS_URL", "AUTH_JWT_HS256_SECRET"] as const;
+  if (!c.AUTH_JWT_ISSUER) {
+    for (const name of named) if (c[name]) problems.push(`${name} needs AUTH_JWT_ISSUER (the issuer every token must name)`);
+    return problems;
+  }
+  if (!c.AUTH_JWT_AUDIENCE?.length) problems.push("AUTH_JWT_ISSUER needs AUTH_JWT_AUDIENCE: the audience (API identifier) tokens must be issued for");
+  if (c.AUTH_JWT_ALGORITHMS?.includes("HS256") && !c.AUTH_JWT_HS256_SECRET) problems.push("AUTH_JWT_ALGORITHMS lists HS256, which needs AUTH_JWT_HS256_SECRET");
+  const secret = c.AUTH_JWT_HS256_SECRET;
+  if (secret && (secret === c.AUTH_SECRET || Object.values(c.AUTH_USERS ?? {}).includes(secret))) {
+    problems.push("AUTH_JWT_HS256_SECRET must differ from AUTH_SECRET and every AUTH_USERS token");
+  }
+  return problems;
+}
+
 function crossFieldProblems(c: Partial<Config>): string[] {
   const problems: string[] = [];
   const users = c.AUTH_USERS ?? {};
   const userTokens = Object.values(users);
-  const hasCredentials = Boolean(c.AUTH_SECRET) || userTokens.length > 0;
+  const hasCredentials = Boolean(c.AUTH_SECRET) || userTokens.length > 0 || Boolean(c.AUTH_JWT_ISSUER);
 
   if (c.ENV_MODE === "production" && !hasCredentials) {
     problems.push(
-      "ENV_MODE=production requires credentials: set AUTH_SECRET or AUTH_USERS (or ENV_MODE=development for local use)",
+      "ENV_MODE=production requires credentials: set AUTH_SECRET, AUTH_USERS or AUTH_JWT_ISSUER (or ENV_MODE=development for local use)",
     );
   }
   if (c.AUTH_MODE === "token" && !hasCredentials) {
-    problems.push("AUTH_MODE=token requires AUTH_USERS or AUTH_SECRET");
+    problems.push("AUTH_MODE=token requires AUTH_USERS, AUTH_SECRET or AUTH_JWT_ISSUER");
   }
+  problems.push(...jwtProblems(c));
   if (new Set(userTokens).size !== userTokens.length) {
     problems.push("AUTH_USERS gives the same token to two users; every user needs their own token");
   }

@@ -85,6 +85,19 @@ function agentPathsFormat(raw: string): string {
 
 const nonEmpty = z.string().min(1, { error: "must not be empty" });
 
+/** A comma-separated list of non-empty entries (empty: none). */
+const commaList = () =>
+  z.preprocess(
+    unsetIfEmpty,
+    z
+      .string()
+      .transform((v) => v.split(",").map((entry) => entry.trim()).filter(Boolean))
+      .default([]),
+  );
+
+/** The JWS algorithms a JWT may be signed with (never `none`); HS256 only with AUTH_JWT_HS256_SECRET. */
+export const JWT_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "HS256"] as const;
+
 /**
  * One entry of WEBHOOK_ALLOWED_HOSTS: a host name (matched exactly), an IP address, or a CIDR block
  * (`10.0.0.0/8`, `fd00::/8`); IPv6 may be written in brackets.
@@ -209,6 +222,26 @@ export const configShape = {
   AUTH_SECRET: text(),
   AUTH_USERS: json(z.record(nonEmpty, nonEmpty), {}),
   AUTH_SERVICE_USER_ID: z.preprocess(unsetIfEmpty, z.string().default("service")),
+  // JWT bearer tokens from an identity provider (src/auth/jwt-tokens.ts); on when AUTH_JWT_ISSUER is set.
+  AUTH_JWT_ISSUER: z.preprocess(unsetIfEmpty, z.url({ protocol: /^https?$/, error: "must be the issuer's URL (http or https)" }).optional()),
+  AUTH_JWT_JWKS_URL: z.preprocess(unsetIfEmpty, z.url({ protocol: /^https?$/, error: "must be the JWKS URL (http or https)" }).optional()),
+  AUTH_JWT_AUDIENCE: commaList(),
+  AUTH_JWT_ALGORITHMS: z.preprocess(
+    unsetIfEmpty,
+    z
+      .string()
+      .transform((v) => v.split(",").map((entry) => entry.trim()).filter(Boolean))
+      .pipe(z.array(z.enum(JWT_ALGORITHMS, { error: `lists an algorithm that is not one of ${JWT_ALGORITHMS.join(", ")}` })).min(1, { error: "must list at least one algorithm" }))
+      .default(["RS256", "ES256", "EdDSA"]),
+  ),
+  AUTH_JWT_HS256_SECRET: z.preprocess(unsetIfEmpty, z.string().min(32, { error: "must be at least 32 characters" }).optional()),
+  AUTH_JWT_USER_CLAIM: z.preprocess(unsetIfEmpty, z.string().default("sub")),
+  AUTH_JWT_ROLES_CLAIM: z.preprocess(unsetIfEmpty, z.string().default("scope")),
+  AUTH_JWT_CLOCK_SKEW: seconds(30, 0),
+  AUTH_JWT_KEYS_MAX_AGE: seconds(600, 1),
+  AUTH_JWT_KEYS_MIN_REFRESH: seconds(30, 0),
+  // Who may use which agent (src/auth/agent-access.ts): {"<agent>": {"users": [...], "roles": [...]}}.
+  AGENT_ACCESS: json(z.record(nonEmpty, z.strictObject({ users: z.array(nonEmpty).default([]), roles: z.array(nonEmpty).default([]) })), {}),
   FEEDBACK_SIGNING_SECRET: text(),
 
   // Observability

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { ConversationLock } from "../coordination/locks/conversation-lock.ts";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import type { AgentRegistry } from "../agents/registry.ts";
+import type { AgentAccess } from "../auth/agent-access.ts";
 import { effectiveUserId, type Principal } from "../auth/principal.ts";
 import { storageKey } from "../auth/storage-key.ts";
 import { ServiceError } from "../errors/service-error.ts";
@@ -45,6 +46,8 @@ export interface ConversationServiceDependencies {
   readonly runs: RunWatcher;
   /** The user a trusted caller acts as when it names none (AUTH_SERVICE_USER_ID). */
   readonly serviceUserId: string;
+  /** Who may use which agent (AGENT_ACCESS); none: every agent is open. */
+  readonly access?: AgentAccess;
 }
 
 /**
@@ -68,12 +71,19 @@ export class ConversationService {
     return effectiveUserId(principal, requested, this.deps.serviceUserId);
   }
 
+  /** Whether `principal` may use the agent named `agent` (AGENT_ACCESS), without refusing anything. */
+  mayUse(principal: Principal, agent: string): boolean {
+    return this.deps.access?.allows(principal, agent) ?? true;
+  }
+
   /**
    * The conversation `address` selects for `principal` with `agent`. Identity comes first: a caller
-   * naming a user it may not act for is refused before anything else is looked at.
+   * naming a user it may not act for is refused before anything else is looked at, then a caller
+   * that may not use the agent (AGENT_ACCESS).
    */
   resolve(principal: Principal, agent: RegisteredAgent, address: ConversationAddress): Conversation {
     const userId = effectiveUserId(principal, address.user_id, this.deps.serviceUserId);
+    this.deps.access?.check(principal, agent.name);
     const created = address.thread_id === undefined;
     const threadId = address.thread_id ?? randomUUID();
     return { agent, userId, threadId, storageKey: storageKey(userId, agent.name, threadId), created };

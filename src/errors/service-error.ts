@@ -9,6 +9,7 @@
 const SERVICE_ERROR_KINDS = {
   unauthenticated: "refusal",
   forbidden_user: "refusal",
+  agent_forbidden: "refusal",
   feedback_proof_required: "refusal",
   feedback_proof_invalid: "refusal",
   unknown_agent: "refusal",
@@ -33,6 +34,7 @@ const SERVICE_ERROR_KINDS = {
   idempotency_in_progress: "refusal",
   idempotency_key_reused: "refusal",
   shutting_down: "failure",
+  auth_unavailable: "failure",
   database_unavailable: "failure",
   lock_unavailable: "failure",
   run_events_unavailable: "failure",
@@ -56,6 +58,8 @@ export interface ServiceErrorOptions {
   readonly detail?: string;
   /** When the caller may retry: delta-seconds or an HTTP date (a model provider's own answer). */
   readonly retryAfter?: string;
+  /** The `WWW-Authenticate` challenge of a refused token, when it says more than the kind's own. */
+  readonly challenge?: string;
   readonly cause?: unknown;
 }
 
@@ -63,6 +67,7 @@ export class ServiceError extends Error {
   readonly kind: ServiceErrorKind;
   readonly detail: string | undefined;
   readonly retryAfter: string | undefined;
+  readonly challenge: string | undefined;
 
   constructor(kind: ServiceErrorKind, options: ServiceErrorOptions = {}) {
     super(options.detail ?? kind, options.cause === undefined ? undefined : { cause: options.cause });
@@ -70,6 +75,7 @@ export class ServiceError extends Error {
     this.kind = kind;
     this.detail = options.detail;
     this.retryAfter = options.retryAfter;
+    this.challenge = options.challenge;
   }
 
   /** The request cannot be served as asked (as opposed to the service failing it). */

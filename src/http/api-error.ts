@@ -19,6 +19,7 @@ interface CatalogueEntry {
 export const errorCatalogue = {
   unauthenticated: { status: 401, code: "unauthenticated", detail: "Missing or invalid bearer token.", headers: { "WWW-Authenticate": "Bearer" } },
   forbidden_user: { status: 403, code: "forbidden_user", detail: "This token may not act for the requested user_id." },
+  agent_forbidden: { status: 403, code: "agent_forbidden", detail: "This caller may not use this agent (AGENT_ACCESS)." },
   feedback_proof_required: { status: 403, code: "feedback_proof_required", detail: "Feedback from this token needs the run's feedback_token." },
   feedback_proof_invalid: { status: 403, code: "feedback_proof_invalid", detail: "The feedback_token was not issued for this user, agent and run." },
   bad_request: { status: 400, code: "bad_request", detail: "The request is not valid HTTP." },
@@ -83,6 +84,12 @@ export const errorCatalogue = {
     code: "service_busy",
     detail: "The worker is at its concurrent request limit; retry shortly.",
     headers: { "Retry-After": "1" },
+  },
+  auth_unavailable: {
+    status: 503,
+    code: "auth_unavailable",
+    detail: "The identity provider's signing keys could not be read, so the token cannot be verified now; retry shortly.",
+    headers: { "Retry-After": "5" },
   },
   shutting_down: {
     status: 503,

@@ -12,6 +12,7 @@ import { Turns } from "../conversations/turns.ts";
 import type { Runtime } from "./http-runtime.ts";
 import { admission } from "./middleware/admission.ts";
 import { authenticate } from "./middleware/authenticate.ts";
+import { AgentAccess } from "../auth/agent-access.ts";
 import { bodyDeadline } from "./middleware/body-deadline.ts";
 import { cors } from "./middleware/cors.ts";
 import { errorHandler, notFound } from "./middleware/errors.ts";
@@ -48,18 +49,20 @@ export const CONTROL_MAX_BYTES = 16 * 1024;
 /** The conversation services the routes call, over the runtime's registry, locks and storage. */
 function routeServices(runtime: Runtime): RouteServices {
   const { config } = runtime;
+  const access = new AgentAccess(config.AGENT_ACCESS, () => runtime.metrics.authRefusals.inc({ reason: "agent_forbidden" }));
   const conversations = new ConversationService({
     registry: runtime.registry,
     locks: runtime.locks,
     runs: runtime.runTracker,
     serviceUserId: config.AUTH_SERVICE_USER_ID,
+    access,
   });
   const store = runtime.conversations;
   const turns = new Turns({ conversations, store, maxMessages: config.CONVERSATION_MAX_MESSAGES, active: runtime.activeRuns });
   // A run's outcome is the error code its failure is answered with.
   const reporting = { metrics: runtime.metrics, tracing: runtime.tracing, outcomeOf: (error: unknown) => toApiError(error).errorCode ?? "error" };
   const records = runtime.checkpoints.platform;
-  const assistants = new Assistants(runtime.registry);
+  const assistants = new Assistants(runtime.registry, access);
   const platformThreads = new PlatformThreads({ records, conversations, store, assistants, registry: runtime.registry });
   const platformRuns = new PlatformRuns({ config, threads: platformThreads, records, assistants, turns, reporting, canceller: runtime.canceller });
   const background = new BackgroundRuns({
@@ -78,6 +81,7 @@ function routeServices(runtime: Runtime): RouteServices {
   runtime.background.attach(background);
   return {
     runtime,
+    access,
     conversations,
     runs: new AgentRuns({ config, models: runtime.models, conversations, turns, reporting }),
     platform: {
@@ -132,7 +136,11 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): Express {
     ...platformHandlers(services),
   };
   const settings: MountSettings = {
-    agentNamed: (name) => services.conversations.agent(name),
+    agentNamed: (name, principal) => {
+      const agent = services.conversations.agent(name);
+      if (principal) services.access.check(principal, agent.name);
+      return agent;
+    },
     streams: {
       maxUnsentBytes: runtime.config.STREAM_MAX_UNSENT_BYTES,
       keepaliveSeconds: runtime.config.STREAM_KEEPALIVE_INTERVAL,

@@ -31,11 +31,18 @@ function fromLibraries(error: unknown): ApiError | undefined {
   return new ApiError("bad_request", { detail: "The request is malformed." });
 }
 
-/** A domain error's answer: its kind's entry, its own detail, and Retry-After when it names one. */
+/** A domain error's answer: its kind's entry, its own detail, and Retry-After or a token challenge when it names one. */
 function fromDomain(error: ServiceError): ApiError {
   return new ApiError(error.kind, {
     ...(error.detail === undefined ? {} : { detail: error.detail }),
-    ...(error.retryAfter === undefined ? {} : { headers: { "Retry-After": error.retryAfter } }),
+    ...(error.retryAfter === undefined && error.challenge === undefined
+      ? {}
+      : {
+          headers: {
+            ...(error.retryAfter === undefined ? {} : { "Retry-After": error.retryAfter }),
+            ...(error.challenge === undefined ? {} : { "WWW-Authenticate": error.challenge }),
+          },
+        }),
   });
 }
 

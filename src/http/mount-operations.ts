@@ -16,7 +16,8 @@ import { idempotencyKeyOf, REPLAYED_HEADER, type IdempotentRequests } from "./id
 
 export interface MountSettings {
   /** The agent a request names (`undefined`: the default agent); refuses an unknown one. */
-  readonly agentNamed: (name: string | undefined) => RegisteredAgent;
+  /** The agent a path names, for this caller: unknown (404) and forbidden (403 agent_forbidden) are refused. */
+  readonly agentNamed: (name: string | undefined, principal: Principal | undefined) => RegisteredAgent;
   readonly streams: StreamSettings;
   /** Where idempotent operations keep their keys; without it the header is ignored. */
   readonly idempotency?: IdempotentRequests;
@@ -90,7 +91,7 @@ function inputOf(operation: Operation, req: Request, res: Response, agentNamed: 
   let agent: RegisteredAgent | undefined;
   if (operation.agentScoped) {
     const name = req.params.agentId;
-    agent = agentNamed(typeof name === "string" ? name : undefined);
+    agent = agentNamed(typeof name === "string" ? name : undefined, scopeOf(res).principal);
     scopeOf(res).agent = agent.name;
   }
   const query = operation.query ? parseQuery(operation.query, req.query) : undefined;

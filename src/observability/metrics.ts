@@ -166,6 +166,12 @@ export class ServiceMetrics {
     help: "Background runs this worker executes now (at most BACKGROUND_RUNS_PER_WORKER).",
     registers: [this.registry],
   });
+  readonly authRefusals = new Counter({
+    name: "agenthost_auth_refusals_total",
+    help: "Requests refused for who sent them, by reason: a missing or refused token (expired, wrong_audience, …) or agent_forbidden (AGENT_ACCESS).",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
   readonly backgroundRuns = new Counter({
     name: "agenthost_background_runs_total",
     help: "Background runs that reached a final status, by status (success, error, timeout, interrupted).",
@@ -192,6 +198,7 @@ export class ServiceMetrics {
     for (const reason of ["busy", "queue_full", "wait_expired"]) this.lockConflicts.inc({ reason }, 0);
     for (const reason of ["slow_consumer", "deadline"]) this.streamCuts.inc({ reason }, 0);
     for (const status of ["success", "error", "timeout", "interrupted"]) this.backgroundRuns.inc({ status }, 0);
+    for (const reason of ["missing", "unknown_token", "agent_forbidden"]) this.authRefusals.inc({ reason }, 0);
   }
 
   /** Start the default process metrics; once per process (they hook the event loop and GC). */

@@ -1,6 +1,8 @@
 import { uuid5 } from "@langchain/langgraph-checkpoint";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import type { AgentRegistry } from "../agents/registry.ts";
+import { OPEN_ACCESS, type AgentAccess } from "../auth/agent-access.ts";
+import type { Principal } from "../auth/principal.ts";
 import { ServiceError } from "../errors/service-error.ts";
 
 /**
@@ -45,7 +47,10 @@ export class Assistants {
   private readonly byId = new Map<string, { agent: RegisteredAgent; assistant: Assistant }>();
   private readonly ordered: Assistant[] = [];
 
-  constructor(private readonly registry: AgentRegistry) {
+  constructor(
+    private readonly registry: AgentRegistry,
+    private readonly access: AgentAccess = OPEN_ACCESS,
+  ) {
     // The assistants are the deployment's code, not stored records: the same on every worker, so one fixed time.
     const at = new Date(0).toISOString();
     for (const agent of registry.agents.values()) {
@@ -70,29 +75,32 @@ export class Assistants {
    * The agent an assistant id or a graph id (an agent's name) names, as runs and thread searches
    * accept either. An unknown one is 404 unknown_agent.
    */
-  agentOf(idOrGraph: string): RegisteredAgent {
+  agentOf(idOrGraph: string, caller?: Principal): RegisteredAgent {
     const found = this.byId.get(idOrGraph)?.agent ?? this.registry.get(idOrGraph);
     if (!found) throw new ServiceError("unknown_agent", { detail: `No assistant or graph "${idOrGraph}" is registered.` });
+    if (caller) this.access.check(caller, found.name);
     return found;
   }
 
-  get(idOrGraph: string): Assistant {
-    return this.byId.get(assistantIdOf(this.agentOf(idOrGraph).name))!.assistant;
+  get(idOrGraph: string, caller?: Principal): Assistant {
+    return this.byId.get(assistantIdOf(this.agentOf(idOrGraph, caller).name))!.assistant;
   }
 
-  search(query: AssistantSearch): Assistant[] {
-    return this.matching(query)
+  /** A page of the assistants `caller` may use (the others are left out, as if not registered). */
+  search(query: AssistantSearch, caller?: Principal): Assistant[] {
+    return this.matching(query, caller)
       .sort(order(query.sort_by ?? "created_at", query.sort_order ?? "desc"))
       .slice(query.offset, query.offset + query.limit);
   }
 
-  count(query: Omit<AssistantSearch, "limit" | "offset">): number {
-    return this.matching(query).length;
+  count(query: Omit<AssistantSearch, "limit" | "offset">, caller?: Principal): number {
+    return this.matching(query, caller).length;
   }
 
-  private matching(query: Omit<AssistantSearch, "limit" | "offset">): Assistant[] {
+  private matching(query: Omit<AssistantSearch, "limit" | "offset">, caller: Principal | undefined): Assistant[] {
     return this.ordered.filter(
       (assistant) =>
+        (caller === undefined || this.access.allows(caller, assistant.graph_id)) &&
         (query.graph_id === undefined || assistant.graph_id === query.graph_id) &&
         (query.name === undefined || assistant.name.toLowerCase().includes(query.name.toLowerCase())) &&
         Object.entries(query.metadata ?? {}).every(([key, value]) => JSON.stringify(assistant.metadata[key]) === JSON.stringify(value)),

@@ -208,7 +208,7 @@ export class PlatformRuns {
    */
   async placed(caller: PlatformCaller, threadId: string | undefined, body: RunCreateRequest): Promise<{ readonly conversation: Conversation; readonly stateless: boolean }> {
     const { threads, assistants } = this.deps;
-    const agent = assistants.agentOf(body.assistant_id);
+    const agent = assistants.agentOf(body.assistant_id, caller.principal);
     const stateless = threadId === undefined;
     let thread;
     if (threadId === undefined) {

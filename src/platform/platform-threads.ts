@@ -65,7 +65,7 @@ export class PlatformThreads {
   async createRecord(caller: PlatformCaller, body: ThreadCreateRequest): Promise<PlatformThread> {
     if (body.supersteps?.length) throw new ServiceError("not_supported", { detail: "Creating a thread with supersteps is not supported yet; run it, or update its state." });
     const userId = this.userOf(caller);
-    const agent = body.graph_id ? this.deps.assistants.agentOf(body.graph_id) : undefined;
+    const agent = body.graph_id ? this.deps.assistants.agentOf(body.graph_id, caller.principal) : undefined;
     const threadId = body.thread_id ?? randomUUID();
     const metadata = { ...(body.metadata ?? {}), ...(agent ? bindingMetadata(agent) : {}) };
     const created = await this.deps.records.createThread({
@@ -178,7 +178,9 @@ export class PlatformThreads {
     const wanted = body.select ? new Set(body.select) : undefined;
     const out: WireThread[] = [];
     for (const thread of threads) {
-      const wire = await this.wire(caller, thread, wanted ? wanted.has("values") || wanted.has("interrupts") : true);
+      // A thread of an agent the caller may not use is listed without its values (reading it is 403).
+      const usable = thread.agentId === null || this.deps.conversations.mayUse(caller.principal, thread.agentId);
+      const wire = await this.wire(caller, thread, usable && (wanted ? wanted.has("values") || wanted.has("interrupts") : true));
       out.push(wanted ? (Object.fromEntries(Object.entries(wire).filter(([key]) => wanted.has(key))) as unknown as WireThread) : wire);
     }
     return out;
@@ -286,6 +288,8 @@ export class PlatformThreads {
   private async conversationAgent(caller: PlatformCaller, threadId: string): Promise<RegisteredAgent | undefined> {
     let best: { agent: RegisteredAgent; at: string } | undefined;
     for (const agent of this.deps.registry.agents.values()) {
+      // An agent the caller may not use has no conversation of theirs to find.
+      if (!this.deps.conversations.mayUse(caller.principal, agent.name)) continue;
       const conversation = this.deps.conversations.resolve(caller.principal, agent, { thread_id: threadId, user_id: caller.namedUser });
       const snapshot = await agent.graph.getState({ configurable: { thread_id: conversation.storageKey } });
       if (!snapshot.createdAt) continue;

@@ -77,7 +77,7 @@ test("every startup refusal is named", () => {
   const cases: Array<[Record<string, string>, RegExp]> = [
     [{ ...base, AUTH_MODE: "open" }, /AUTH_MODE must be trusted or token/],
     [{ USE_FAKE_MODEL: "true" }, /ENV_MODE=production requires credentials/],
-    [{ ENV_MODE: "development", AUTH_MODE: "token" }, /AUTH_MODE=token requires AUTH_USERS or AUTH_SECRET/],
+    [{ ENV_MODE: "development", AUTH_MODE: "token" }, /AUTH_MODE=token requires AUTH_USERS, AUTH_SECRET or AUTH_JWT_ISSUER/],
     [{ ...base, FEEDBACK_SIGNING_SECRET: "short" }, /FEEDBACK_SIGNING_SECRET must be at least 32 characters/],
     [{ AUTH_SECRET: "x".repeat(40), FEEDBACK_SIGNING_SECRET: "x".repeat(40) }, /FEEDBACK_SIGNING_SECRET must differ from AUTH_SECRET/],
     [{ AUTH_SECRET: "w".repeat(40), WEBHOOK_SIGNING_SECRET: "w".repeat(40) }, /WEBHOOK_SIGNING_SECRET must differ from AUTH_SECRET/],

@@ -58,6 +58,6 @@ test("every default in .env.example loads through loadConfig, one at a time and 
   assert.equal(config.PORT, 8080);
   assert.equal(config.MEMORY_BACKEND, "memory");
   assert.equal(config.WEB_CONCURRENCY, 1);
-  assert.throws(() => loadConfig(all), /requires credentials: set AUTH_SECRET or AUTH_USERS/, "the header's one required setting");
-  assert.match(readFileSync(".env.example", "utf8"), /^# .*set AUTH_SECRET or AUTH_USERS/m);
+  assert.throws(() => loadConfig(all), /requires credentials: set AUTH_SECRET, AUTH_USERS or AUTH_JWT_ISSUER/, "the header's one required setting");
+  assert.match(readFileSync(".env.example", "utf8"), /^# .*set AUTH_SECRET, AUTH_USERS or AUTH_JWT_ISSUER/m);
 });

@@ -169,11 +169,11 @@ export function platformHandlers(services: RouteServices): Pick<
 
   return {
     ok: () => ({ status: 200, body: { ok: true } }),
-    searchAssistants: (asked) => ({ status: 200, body: assistants.search(asked.body ?? { limit: 10, offset: 0 }) }),
-    countAssistants: (asked) => ({ status: 200, body: assistants.count(asked.body ?? {}) }),
-    getAssistant: (asked) => ({ status: 200, body: assistants.get(asked.params.assistant_id!) }),
+    searchAssistants: (asked) => ({ status: 200, body: assistants.search(asked.body ?? { limit: 10, offset: 0 }, asked.principal) }),
+    countAssistants: (asked) => ({ status: 200, body: assistants.count(asked.body ?? {}, asked.principal) }),
+    getAssistant: (asked) => ({ status: 200, body: assistants.get(asked.params.assistant_id!, asked.principal) }),
     assistantSchemas: (asked) => {
-      const agent = assistants.agentOf(asked.params.assistant_id!);
+      const agent = assistants.agentOf(asked.params.assistant_id!, asked.principal);
       const channels = Object.keys(agent.graph.channels).filter((name) => !name.startsWith("__") && !name.startsWith("branch:"));
       const state = { type: "object", title: agent.name, properties: Object.fromEntries(channels.map((name) => [name, {}])) };
       return {
@@ -182,12 +182,12 @@ export function platformHandlers(services: RouteServices): Pick<
       };
     },
     assistantGraph: async (asked) => {
-      const agent = assistants.agentOf(asked.params.assistant_id!);
+      const agent = assistants.agentOf(asked.params.assistant_id!, asked.principal);
       const drawn = await agent.graph.getGraphAsync();
       return { status: 200, body: drawn.toJSON() as unknown as Record<string, unknown> };
     },
     assistantSubgraphs: (asked) => {
-      assistants.agentOf(asked.params.assistant_id!);
+      assistants.agentOf(asked.params.assistant_id!, asked.principal);
       return { status: 200, body: {} };
     },
     threadStateAtCheckpoint: async (asked) => ({

@@ -1,3 +1,4 @@
+import type { AgentAccess } from "../../auth/agent-access.ts";
 import type { AgentRuns } from "../../conversations/agent-runs.ts";
 import type { ConversationService } from "../../conversations/conversation-service.ts";
 import type { ConversationHistory } from "../../conversations/history.ts";
@@ -15,6 +16,8 @@ import type { Operations } from "../operations.ts";
 /** What the route handlers call: the conversation services, built once per app from the runtime. */
 export interface RouteServices {
   readonly runtime: Runtime;
+  /** Who may use which agent (AGENT_ACCESS). */
+  readonly access: AgentAccess;
   readonly conversations: ConversationService;
   readonly runs: AgentRuns;
   readonly history: ConversationHistory;
