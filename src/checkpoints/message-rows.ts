@@ -21,6 +21,11 @@ export interface MessageRows {
   insert(threadId: string, rows: ReadonlyArray<readonly [number, string]>): Promise<void>;
   /** Rows by key; a key that is not stored is absent from the map. */
   read(threadId: string, keys: readonly number[]): Promise<Map<number, string>>;
+  /**
+   * Delete the thread's rows but its highest key's, which is emptied: a conversation started again
+   * under the same storage key counts its keys on from there, so no worker's cache of the first
+   * one's messages is ever asked for a key the second one reused.
+   */
   deleteThread(threadId: string): Promise<void>;
 }
 
@@ -52,7 +57,9 @@ export class MemoryMessageRows implements MessageRows {
   }
 
   async deleteThread(threadId: string): Promise<void> {
-    this.threads.delete(threadId);
+    const max = await this.maxKey(threadId);
+    if (max < 0) return;
+    this.threads.set(threadId, new Map([[max, ""]]));
   }
 
   /** Empty the rows under `keys`, keeping the keys taken (see thread-rewind.ts). */
@@ -109,11 +116,14 @@ CREATE TABLE IF NOT EXISTS ${MESSAGE_TABLE} (
   }
 
   async deleteThread(threadId: string): Promise<void> {
-    this.db.prepare(`DELETE FROM ${MESSAGE_TABLE} WHERE thread_id = ?`).run(threadId);
-    for (const table of LEGACY_INDEX_TABLES) {
-      const exists = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table);
-      if (exists) this.db.prepare(`DELETE FROM ${table} WHERE thread_id = ?`).run(threadId);
-    }
+    this.db.transaction(() => {
+      this.db.prepare(`DELETE FROM ${MESSAGE_TABLE} WHERE thread_id = ? AND message_key < (SELECT max(message_key) FROM ${MESSAGE_TABLE} WHERE thread_id = ?)`).run(threadId, threadId);
+      this.db.prepare(`UPDATE ${MESSAGE_TABLE} SET message = '' WHERE thread_id = ?`).run(threadId);
+      for (const table of LEGACY_INDEX_TABLES) {
+        const exists = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table);
+        if (exists) this.db.prepare(`DELETE FROM ${table} WHERE thread_id = ?`).run(threadId);
+      }
+    })();
   }
 }
 
@@ -164,7 +174,8 @@ CREATE TABLE IF NOT EXISTS ${this.table} (
 
   async deleteThread(threadId: string): Promise<void> {
     await inTransaction(this.pool, async (client) => {
-      await client.query(`DELETE FROM ${this.table} WHERE thread_id = $1`, [threadId]);
+      await client.query(`DELETE FROM ${this.table} WHERE thread_id = $1 AND message_key < (SELECT max(message_key) FROM ${this.table} WHERE thread_id = $1)`, [threadId]);
+      await client.query(`UPDATE ${this.table} SET message = '' WHERE thread_id = $1`, [threadId]);
       for (const table of LEGACY_INDEX_TABLES) {
         const { rows } = await client.query<{ found: string | null }>("SELECT to_regclass($1) AS found", [`"${this.schema}".${table}`]);
         if (rows[0]?.found) await client.query(`DELETE FROM "${this.schema}".${table} WHERE thread_id = $1`, [threadId]);

@@ -292,6 +292,17 @@ for (const makeStore of [memoryStore, sqliteStore, postgresStore]) {
       assert.deepEqual(await store.stored("half"), { rows: 4, listed: 4 });
     });
 
+    test("a conversation deleted and started again under the same id on another worker reuses no key a worker still holds", async () => {
+      const [a, b] = [store.worker(), store.worker()];
+      await turn(a, "reborn", "before");
+      assert.deepEqual(texts(await read(b, "reborn")), ["human:before", "ai:answer to before"]);
+      await a.deleteThread("reborn");
+      await turn(a, "reborn", "after");
+      // b revived the first life's messages; it must not answer the second life with them.
+      assert.deepEqual(texts(await read(b, "reborn")), ["human:after", "ai:answer to after"]);
+      assert.deepEqual(texts(await read(store.worker(), "reborn")), ["human:after", "ai:answer to after"]);
+    });
+
     /** The thread's latest checkpoint as a run starting now would note it (its id and pending writes). */
     const baseOf = async (saver: MessageStoreSaver, thread: string) => {
       const head = await saver.inner.getTuple({ configurable: { thread_id: thread, checkpoint_ns: "" } });
