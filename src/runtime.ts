@@ -29,6 +29,10 @@ import { createTracing } from "./observability/load-tracing.ts";
 import { installUntracedRunContext } from "./observability/untraced-run-context.ts";
 import { BackgroundSlot } from "./runs/background-work.ts";
 import { openRunQueue } from "./background/open-run-queue.ts";
+import { RetentionSweeper } from "./background/retention-sweep.ts";
+
+/** Expired conversations a retention sweep reads per pass (each of its two kinds). */
+const RETENTION_BATCH = 500;
 
 /**
  * Control requests (POST /cancel) served at once per worker beyond REQUEST_MAX_CONCURRENT. A cancel
@@ -42,6 +46,8 @@ export type { Runtime };
 
 export interface WorkerRuntime extends Runtime {
   readonly checkpoints: CheckpointBackend;
+  /** Online retention (CONVERSATION_TTL, Platform thread ttl): sweeps on its own; `sweep()` runs one now. */
+  readonly retention: RetentionSweeper;
   /** Remote tools per agent (MCP_AGENT_SERVERS). */
   readonly mcp: McpToolset;
   /** Tracing and feedback target (OBSERVABILITY_BACKEND). */
@@ -114,6 +120,24 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     const { locks, activeRuns, canceller, streamLogs } = coordination;
     const background = new BackgroundSlot();
     const runQueue = await openRunQueue(config, checkpoints.runQueue, logger);
+    const retention = new RetentionSweeper({
+      settings: {
+        ttlMs: config.CONVERSATION_TTL === undefined ? null : config.CONVERSATION_TTL * 1000,
+        intervalMs: config.RETENTION_SWEEP_INTERVAL * 1000,
+        maxPerSecond: config.RETENTION_MAX_DELETIONS_PER_SECOND,
+        batch: RETENTION_BATCH,
+      },
+      records: checkpoints.platform,
+      index: checkpoints.threads,
+      store: conversations,
+      idempotency: checkpoints.idempotency,
+      leases: checkpoints.leases,
+      locks,
+      queue: runQueue,
+      logger,
+      metrics,
+    });
+    retention.start();
     return {
       config,
       logger,
@@ -141,8 +165,10 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       streamLogs,
       background,
       runQueue,
+      retention,
       lifecycle: { draining: false },
       close: async () => {
+        await retention.close();
         // Background runs still executing go back to their queue before the storage they need closes.
         await background.handBack();
         await runQueue.close();

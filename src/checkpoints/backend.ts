@@ -7,7 +7,8 @@ import type { Config, ServerdbConfig } from "../config/schema.ts";
 import type { Logger } from "../observability/logger.ts";
 import { DatabaseUnavailableError, describeDatabaseFailure, isDatabaseFailure, type DatabaseBackend } from "./database-errors.ts";
 import { DatabaseGate, type OpenDatabase } from "./guarded-saver.ts";
-import { GuardedIdempotencyStore, GuardedPlatformRecords, GuardedRunQueue, GuardedThreadIndex } from "./guarded-stores.ts";
+import { GuardedIdempotencyStore, GuardedLeases, GuardedPlatformRecords, GuardedRunQueue, GuardedThreadIndex } from "./guarded-stores.ts";
+import { MemoryLeases, PostgresLeases, SqliteLeases, type LeaseStore } from "./leases.ts";
 import { MemoryIdempotencyStore, PostgresIdempotencyStore, SqliteIdempotencyStore, type IdempotencyStore } from "./idempotency-store.ts";
 import { MemoryMessageRows, PostgresMessageRows, SqliteMessageRows } from "./message-rows.ts";
 import { MessageStoreSaver } from "./message-store.ts";
@@ -43,6 +44,8 @@ export interface CheckpointBackend {
   readonly platform: PlatformRecords;
   /** The background runs' queue (run-queue.ts). */
   readonly runQueue: RunQueueStore;
+  /** Named leases: one holder across every worker and host of the database (leases.ts). */
+  readonly leases: LeaseStore;
   /** False while the worker waits for its database to be reachable and set up. */
   isReady(): boolean;
   /** Resolves when the database answers a trivial query; rejects otherwise (and before it is set up). */
@@ -106,6 +109,7 @@ export async function openCheckpointBackend(config: Config, hooks: BackendHooks)
       idempotency: new MemoryIdempotencyStore(),
       platform: new MemoryPlatformRecords(),
       runQueue: new MemoryRunQueue(),
+      leases: new MemoryLeases(),
       isReady: () => true,
       ping: async () => {},
       saturated: () => false,
@@ -133,6 +137,7 @@ export async function openCheckpointBackend(config: Config, hooks: BackendHooks)
     idempotency: new GuardedIdempotencyStore(gate),
     platform: new GuardedPlatformRecords(gate),
     runQueue: new GuardedRunQueue(gate),
+    leases: new GuardedLeases(gate),
     isReady: () => gate.isOpen,
     ping: async () => {
       if (!gate.isOpen) throw new DatabaseUnavailableError(kind, new Error("the database is not set up yet"));
@@ -214,6 +219,7 @@ function fileDatabase(config: Config, saverShortcut: boolean): CheckpointDatabas
       let platform: SqlitePlatformRecords | undefined;
       let runQueue: SqliteRunQueue | undefined;
       let rewinder: SqliteThreadRewinder | undefined;
+      let leases: SqliteLeases | undefined;
       const opened = await openSqliteFile(config.FILEDB_DB_PATH, Math.round(config.FILEDB_BUSY_TIMEOUT * 1000), (handle) => {
         rows = new SqliteMessageRows(handle);
         threads = new SqliteThreadIndex(handle);
@@ -222,13 +228,14 @@ function fileDatabase(config: Config, saverShortcut: boolean): CheckpointDatabas
         platform = new SqlitePlatformRecords(handle);
         runQueue = new SqliteRunQueue(handle);
         rewinder = new SqliteThreadRewinder(handle);
+        leases = new SqliteLeases(handle);
       });
       if (closed) {
         opened.close();
         throw new Error("the backend was closed");
       }
       db = opened;
-      return { saver: savers!.saver, writer: savers!.writer, rows: rows!, threads: threads!, idempotency: idempotency!, platform: platform!, runQueue: runQueue!, rewinder: rewinder! };
+      return { saver: savers!.saver, writer: savers!.writer, rows: rows!, threads: threads!, idempotency: idempotency!, platform: platform!, runQueue: runQueue!, rewinder: rewinder!, leases: leases! };
     },
     async ping() {
       db?.prepare("SELECT 1").get();
@@ -271,7 +278,9 @@ function serverDatabase(config: ServerdbConfig, logger: Logger, saverShortcut: b
       const runQueue = new PostgresRunQueue(pool, schema);
       await runQueue.setup();
       const rewinder = new PostgresThreadRewinder(pool, schema);
-      return { saver, writer: postgresWriter(saver, rows, threads), rows, threads, idempotency, platform, runQueue, rewinder };
+      const leases = new PostgresLeases(pool, schema);
+      await leases.setup();
+      return { saver, writer: postgresWriter(saver, rows, threads), rows, threads, idempotency, platform, runQueue, rewinder, leases };
     },
     async ping() {
       await pool.query("SELECT 1");

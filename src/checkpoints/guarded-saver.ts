@@ -12,6 +12,7 @@ import {
 import type { CheckpointWriter } from "./checkpoint-writer.ts";
 import { asDatabaseError, DatabaseUnavailableError, type DatabaseBackend } from "./database-errors.ts";
 import type { IdempotencyStore } from "./idempotency-store.ts";
+import type { LeaseStore } from "./leases.ts";
 import type { MessageRows } from "./message-rows.ts";
 import type { PlatformRecords } from "./platform-records.ts";
 import type { RunQueueStore } from "./run-queue.ts";
@@ -30,6 +31,7 @@ export interface OpenDatabase {
   readonly runQueue: RunQueueStore;
   /** Takes a thread back to an earlier checkpoint (the Platform API's rollback). */
   readonly rewinder: ThreadRewinder;
+  readonly leases: LeaseStore;
 }
 
 /**

@@ -1,8 +1,9 @@
 import type { DatabaseGate } from "./guarded-saver.ts";
 import type { ClaimOutcome, IdempotencyStore, StoredAnswer } from "./idempotency-store.ts";
+import type { LeaseStore } from "./leases.ts";
 import type { PlatformRecords, PlatformRun, PlatformThread, RunBase, RunStatus, ThreadChanges, ThreadFilters, ThreadSearch } from "./platform-records.ts";
 import type { NewQueuedRun, QueuedRun, RunQueueStore } from "./run-queue.ts";
-import type { ThreadIndex, ThreadOwner, ThreadPage, ThreadSummary } from "./thread-index.ts";
+import type { StaleConversation, ThreadIndex, ThreadOwner, ThreadPage, ThreadSummary } from "./thread-index.ts";
 
 /** The conversation list behind the database gate: unavailable until set up, database failures as DatabaseUnavailableError. */
 export class GuardedThreadIndex implements ThreadIndex {
@@ -22,6 +23,14 @@ export class GuardedThreadIndex implements ThreadIndex {
 
   deleteThread(storageKey: string): Promise<void> {
     return this.gate.run(({ threads }) => threads.deleteThread(storageKey));
+  }
+
+  staleSince(cutoff: number, limit: number): Promise<StaleConversation[]> {
+    return this.gate.run(({ threads }) => threads.staleSince(cutoff, limit));
+  }
+
+  updatedAt(storageKey: string): Promise<number | undefined> {
+    return this.gate.run(({ threads }) => threads.updatedAt(storageKey));
   }
 }
 
@@ -44,6 +53,10 @@ export class GuardedIdempotencyStore implements IdempotencyStore {
   sweep(now: number): Promise<void> {
     return this.gate.run(({ idempotency }) => idempotency.sweep(now));
   }
+
+  deleteThread(threadId: string): Promise<void> {
+    return this.gate.run(({ idempotency }) => idempotency.deleteThread(threadId));
+  }
 }
 
 /** The Platform API's records behind the same gate. */
@@ -64,6 +77,10 @@ export class GuardedPlatformRecords implements PlatformRecords {
 
   deleteThread(userId: string, threadId: string): Promise<boolean> {
     return this.gate.run(({ platform }) => platform.deleteThread(userId, threadId));
+  }
+
+  expiredThreads(now: number, defaultTtlMs: number | null, limit: number): Promise<PlatformThread[]> {
+    return this.gate.run(({ platform }) => platform.expiredThreads(now, defaultTtlMs, limit));
   }
 
   searchThreads(userId: string, search: ThreadSearch): Promise<PlatformThread[]> {
@@ -133,5 +150,18 @@ export class GuardedRunQueue implements RunQueueStore {
 
   depth(): Promise<{ queued: number; running: number }> {
     return this.gate.run(({ runQueue }) => runQueue.depth());
+  }
+}
+
+/** The leases behind the same gate. */
+export class GuardedLeases implements LeaseStore {
+  constructor(private readonly gate: DatabaseGate) {}
+
+  take(name: string, holder: string, ttlMs: number, now: number): Promise<boolean> {
+    return this.gate.run(({ leases }) => leases.take(name, holder, ttlMs, now));
+  }
+
+  give(name: string, holder: string): Promise<void> {
+    return this.gate.run(({ leases }) => leases.give(name, holder));
   }
 }

@@ -43,6 +43,8 @@ export interface IdempotencyStore {
   release(scope: string): Promise<void>;
   /** Delete rows that expired before `now`. */
   sweep(now: number): Promise<void>;
+  /** Delete the answers stored for one conversation (its storage key), with the conversation. */
+  deleteThread(threadId: string): Promise<void>;
 }
 
 interface StoredRow {
@@ -95,6 +97,10 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   async sweep(now: number): Promise<void> {
     for (const [scope, row] of this.rows) if (Number(row.expires_at) <= now) this.rows.delete(scope);
   }
+
+  async deleteThread(threadId: string): Promise<void> {
+    for (const [scope, row] of this.rows) if (row.thread_id === threadId) this.rows.delete(scope);
+  }
 }
 
 const SQLITE_DDL = `
@@ -133,7 +139,7 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
   private readonly releaseStmt;
   private readonly sweepStmt;
 
-  constructor(db: Database.Database) {
+  constructor(private readonly db: Database.Database) {
     db.exec(SQLITE_DDL);
     // A table made before answers named their run gets the column (ALTER TABLE has no IF NOT EXISTS here).
     const columns = db.prepare(`SELECT name FROM pragma_table_info('${IDEMPOTENCY_TABLE}')`).pluck().all() as string[];
@@ -166,6 +172,10 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 
   async sweep(now: number): Promise<void> {
     this.sweepStmt.run(now);
+  }
+
+  async deleteThread(threadId: string): Promise<void> {
+    this.db.prepare(`DELETE FROM ${IDEMPOTENCY_TABLE} WHERE thread_id = ?`).run(threadId);
   }
 }
 
@@ -231,5 +241,9 @@ CREATE TABLE IF NOT EXISTS ${this.table} (
 
   async sweep(now: number): Promise<void> {
     await this.pool.query(`DELETE FROM ${this.table} WHERE expires_at <= $1`, [now]);
+  }
+
+  async deleteThread(threadId: string): Promise<void> {
+    await this.pool.query(`DELETE FROM ${this.table} WHERE thread_id = $1`, [threadId]);
   }
 }

@@ -32,7 +32,7 @@ import {
  * Sort columns and directions come from the two maps below, never from the caller's text.
  */
 
-const THREAD_COLUMNS = "user_id, thread_id, agent_id, metadata, status, created_at, updated_at";
+const THREAD_COLUMNS = "user_id, thread_id, agent_id, metadata, status, created_at, updated_at, ttl_ms";
 const RUN_COLUMNS = "user_id, thread_id, run_id, agent_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at, base";
 
 const SORT_COLUMN: Readonly<Record<ThreadSearch["sortBy"], string>> = {
@@ -61,6 +61,7 @@ interface ThreadRow {
   status: string;
   created_at: number | string;
   updated_at: number | string;
+  ttl_ms: number | string | null;
 }
 
 interface RunRow {
@@ -87,6 +88,7 @@ function threadOf(row: ThreadRow): PlatformThread {
     status: row.status as ThreadStatus,
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
+    ttlMs: row.ttl_ms === null ? null : Number(row.ttl_ms),
   };
 }
 
@@ -132,6 +134,7 @@ function platformDdl(threads: string, runs: string, t: Types): string[] {
   status ${t.text} NOT NULL,
   created_at ${t.time} NOT NULL,
   updated_at ${t.time} NOT NULL,
+  ttl_ms ${t.time},
   PRIMARY KEY (user_id, thread_id)
 )`,
     `CREATE INDEX IF NOT EXISTS ${PLATFORM_THREAD_TABLE}_by_updated ON ${threads} (user_id, updated_at DESC, thread_id)`,
@@ -189,6 +192,7 @@ function sqliteFilters(userId: string, filters: ThreadFilters): Record<string, s
 /** The records in the SQLite file, with the connection's prepared statements. */
 export class SqlitePlatformRecords implements PlatformRecords {
   private readonly createStmt;
+  private readonly expiredStmt;
   private readonly getStmt;
   private readonly updateStmt;
   private readonly deleteRunsStmt;
@@ -209,11 +213,15 @@ export class SqlitePlatformRecords implements PlatformRecords {
     const threads = PLATFORM_THREAD_TABLE;
     const runs = PLATFORM_RUN_TABLE;
     this.createStmt = db.prepare(
-      `INSERT INTO ${threads} (${THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
+      `INSERT INTO ${threads} (${THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
+    );
+    this.expiredStmt = db.prepare(
+      `SELECT ${THREAD_COLUMNS} FROM ${threads} WHERE (ttl_ms IS NOT NULL AND updated_at + ttl_ms <= @now)
+  OR (ttl_ms IS NULL AND @fallback IS NOT NULL AND updated_at <= @now - @fallback) ORDER BY updated_at LIMIT @limit`,
     );
     this.getStmt = db.prepare(`SELECT ${THREAD_COLUMNS} FROM ${threads} WHERE user_id = ? AND thread_id = ?`);
     this.updateStmt = db.prepare(
-      `UPDATE ${threads} SET metadata = ?, agent_id = COALESCE(agent_id, ?), status = COALESCE(?, status), updated_at = ?
+      `UPDATE ${threads} SET metadata = ?, agent_id = COALESCE(agent_id, ?), status = COALESCE(?, status), updated_at = ?, ttl_ms = COALESCE(?, ttl_ms)
 WHERE user_id = ? AND thread_id = ? RETURNING ${THREAD_COLUMNS}`,
     );
     this.deleteRunsStmt = db.prepare(`DELETE FROM ${runs} WHERE user_id = ? AND thread_id = ?`);
@@ -242,7 +250,7 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
       const row = this.getStmt.get(userId, threadId) as ThreadRow | undefined;
       if (!row) return undefined;
       const metadata = changes.metadata ? canonicalJson({ ...parsed(row.metadata), ...jsonCopy(changes.metadata) }) : row.metadata;
-      return this.updateStmt.get(metadata, changes.agentId ?? null, changes.status ?? null, changes.now, userId, threadId) as ThreadRow;
+      return this.updateStmt.get(metadata, changes.agentId ?? null, changes.status ?? null, changes.now, changes.ttlMs ?? null, userId, threadId) as ThreadRow;
     });
     this.delete = db.transaction((userId: string, threadId: string): boolean => {
       this.deleteRunsStmt.run(userId, threadId);
@@ -252,8 +260,12 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
 
   async createThread(thread: Omit<PlatformThread, "updatedAt">): Promise<PlatformThread | undefined> {
     const { userId, threadId, agentId, metadata, status, createdAt } = thread;
-    const row = this.createStmt.get(userId, threadId, agentId, canonicalJson(metadata), status, createdAt, createdAt) as ThreadRow | undefined;
+    const row = this.createStmt.get(userId, threadId, agentId, canonicalJson(metadata), status, createdAt, createdAt, thread.ttlMs ?? null) as ThreadRow | undefined;
     return row && threadOf(row);
+  }
+
+  async expiredThreads(now: number, defaultTtlMs: number | null, limit: number): Promise<PlatformThread[]> {
+    return (this.expiredStmt.all({ now, fallback: defaultTtlMs, limit }) as ThreadRow[]).map(threadOf);
   }
 
   async getThread(userId: string, threadId: string): Promise<PlatformThread | undefined> {
@@ -321,9 +333,11 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
 export function createSqlitePlatformTables(db: Database.Database): void {
   const types: Types = { text: "TEXT", json: "TEXT", document: "TEXT", time: "INTEGER" };
   for (const statement of platformDdl(PLATFORM_THREAD_TABLE, PLATFORM_RUN_TABLE, types)) db.exec(statement);
-  // Run records of the release before rollback have no base column.
-  const columns = db.prepare(`SELECT name FROM pragma_table_info('${PLATFORM_RUN_TABLE}')`).pluck().all() as string[];
-  if (!columns.includes("base")) db.exec(`ALTER TABLE ${PLATFORM_RUN_TABLE} ADD COLUMN base TEXT`);
+  // Records of the release before rollback and thread TTLs have no base and ttl_ms columns.
+  const columns = (table: string) => db.prepare(`SELECT name FROM pragma_table_info('${table}')`).pluck().all() as string[];
+  if (!columns(PLATFORM_RUN_TABLE).includes("base")) db.exec(`ALTER TABLE ${PLATFORM_RUN_TABLE} ADD COLUMN base TEXT`);
+  if (!columns(PLATFORM_THREAD_TABLE).includes("ttl_ms")) db.exec(`ALTER TABLE ${PLATFORM_THREAD_TABLE} ADD COLUMN ttl_ms INTEGER`);
+  db.exec(`CREATE INDEX IF NOT EXISTS ${PLATFORM_THREAD_TABLE}_by_age ON ${PLATFORM_THREAD_TABLE} (updated_at)`);
 }
 
 /**
@@ -335,8 +349,10 @@ export function createSqlitePlatformTables(db: Database.Database): void {
 export async function createPostgresPlatformTables(client: pg.ClientBase, schema: string): Promise<void> {
   const types: Types = { text: 'TEXT COLLATE "C"', json: "JSONB", document: "JSON", time: "BIGINT" };
   for (const statement of platformDdl(`"${schema}".${PLATFORM_THREAD_TABLE}`, `"${schema}".${PLATFORM_RUN_TABLE}`, types)) await client.query(statement);
-  // Run records of the release before rollback have no base column.
+  // Records of the release before rollback and thread TTLs have no base and ttl_ms columns.
   await client.query(`ALTER TABLE "${schema}".${PLATFORM_RUN_TABLE} ADD COLUMN IF NOT EXISTS base ${types.document}`);
+  await client.query(`ALTER TABLE "${schema}".${PLATFORM_THREAD_TABLE} ADD COLUMN IF NOT EXISTS ttl_ms BIGINT`);
+  await client.query(`CREATE INDEX IF NOT EXISTS ${PLATFORM_THREAD_TABLE}_by_age ON "${schema}".${PLATFORM_THREAD_TABLE} (updated_at)`);
 }
 
 /**
@@ -380,11 +396,20 @@ export class PostgresPlatformRecords implements PlatformRecords {
 
   async createThread(thread: Omit<PlatformThread, "updatedAt">): Promise<PlatformThread | undefined> {
     const { rows } = await this.pool.query<ThreadRow>(
-      `INSERT INTO ${this.threads} (${THREAD_COLUMNS}) VALUES ($1, $2, $3, $4::jsonb, $5, $6, $6)
+      `INSERT INTO ${this.threads} (${THREAD_COLUMNS}) VALUES ($1, $2, $3, $4::jsonb, $5, $6, $6, $7)
 ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
-      [thread.userId, thread.threadId, thread.agentId, JSON.stringify(thread.metadata), thread.status, thread.createdAt],
+      [thread.userId, thread.threadId, thread.agentId, JSON.stringify(thread.metadata), thread.status, thread.createdAt, thread.ttlMs ?? null],
     );
     return rows[0] && threadOf(rows[0]);
+  }
+
+  async expiredThreads(now: number, defaultTtlMs: number | null, limit: number): Promise<PlatformThread[]> {
+    const { rows } = await this.pool.query<ThreadRow>(
+      `SELECT ${THREAD_COLUMNS} FROM ${this.threads} WHERE (ttl_ms IS NOT NULL AND updated_at + ttl_ms <= $1)
+  OR (ttl_ms IS NULL AND $2::bigint IS NOT NULL AND updated_at <= $1 - $2::bigint) ORDER BY updated_at LIMIT $3`,
+      [now, defaultTtlMs, limit],
+    );
+    return rows.map(threadOf);
   }
 
   async getThread(userId: string, threadId: string): Promise<PlatformThread | undefined> {
@@ -398,9 +423,10 @@ ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
   async updateThread(userId: string, threadId: string, changes: ThreadChanges): Promise<PlatformThread | undefined> {
     // `||` merges the top-level keys; a key set to null is stored as JSON null.
     const { rows } = await this.pool.query<ThreadRow>(
-      `UPDATE ${this.threads} SET metadata = metadata || $3::jsonb, agent_id = COALESCE(agent_id, $4), status = COALESCE($5, status), updated_at = $6
+      `UPDATE ${this.threads} SET metadata = metadata || $3::jsonb, agent_id = COALESCE(agent_id, $4), status = COALESCE($5, status), updated_at = $6,
+  ttl_ms = COALESCE($7, ttl_ms)
 WHERE user_id = $1 AND thread_id = $2 RETURNING ${THREAD_COLUMNS}`,
-      [userId, threadId, JSON.stringify(changes.metadata ?? {}), changes.agentId ?? null, changes.status ?? null, changes.now],
+      [userId, threadId, JSON.stringify(changes.metadata ?? {}), changes.agentId ?? null, changes.status ?? null, changes.now, changes.ttlMs ?? null],
     );
     return rows[0] && threadOf(rows[0]);
   }

@@ -30,6 +30,8 @@ export interface PlatformThread {
   /** Milliseconds since the epoch. */
   readonly createdAt: number;
   readonly updatedAt: number;
+  /** Its own time to live (the Platform API's `ttl`), in milliseconds after its last update; null: CONVERSATION_TTL's. */
+  readonly ttlMs?: number | null;
 }
 
 export interface ThreadSearch {
@@ -50,6 +52,8 @@ export interface ThreadChanges {
   /** Binds the thread to an agent when it has none; a thread bound to another agent is left as it is. */
   readonly agentId?: string;
   readonly status?: ThreadStatus;
+  /** A new time to live (see PlatformThread.ttlMs); absent: unchanged. */
+  readonly ttlMs?: number;
   readonly now: number;
 }
 
@@ -91,6 +95,11 @@ export interface PlatformRecords {
   searchThreads(userId: string, search: ThreadSearch): Promise<PlatformThread[]>;
   /** How many of the user's threads match (paging ignored). */
   countThreads(userId: string, search: Omit<ThreadSearch, "sortBy" | "sortOrder" | "offset" | "limit">): Promise<number>;
+  /**
+   * Up to `limit` threads of any user whose time to live ran out by `now`: their own `ttlMs`, or
+   * `defaultTtlMs` (null: none) for those without one; least recently updated first (retention).
+   */
+  expiredThreads(now: number, defaultTtlMs: number | null, limit: number): Promise<PlatformThread[]>;
 
   /** Record a run (its thread's record exists). */
   putRun(run: PlatformRun): Promise<void>;
@@ -178,7 +187,13 @@ function newestRunFirst(a: PlatformRun, b: PlatformRun): number {
   return b.createdAt - a.createdAt || compareText(a.runId, b.runId);
 }
 
-const threadCopy = (thread: PlatformThread): PlatformThread => ({ ...thread, metadata: jsonCopy(thread.metadata) });
+const threadCopy = (thread: PlatformThread): PlatformThread => ({ ...thread, metadata: jsonCopy(thread.metadata), ttlMs: thread.ttlMs ?? null });
+
+/** Whether the thread's time to live ran out by `now` (see PlatformRecords.expiredThreads). */
+export function threadExpired(thread: Pick<PlatformThread, "updatedAt" | "ttlMs">, now: number, defaultTtlMs: number | null): boolean {
+  const ttl = thread.ttlMs ?? defaultTtlMs;
+  return ttl !== null && thread.updatedAt + ttl <= now;
+}
 const runCopy = (run: PlatformRun): PlatformRun => ({ ...run, metadata: jsonCopy(run.metadata), kwargs: jsonCopy(run.kwargs), base: run.base ? jsonCopy(run.base) : null });
 
 /** A map key of several ids (JSON, so no separator can be forged by an id). */
@@ -217,6 +232,7 @@ export class MemoryPlatformRecords implements PlatformRecords {
       agentId: thread.agentId ?? changes.agentId ?? null,
       status: changes.status ?? thread.status,
       updatedAt: changes.now,
+      ttlMs: changes.ttlMs ?? thread.ttlMs ?? null,
     };
     this.threads.set(key, updated);
     return threadCopy(updated);
@@ -237,6 +253,14 @@ export class MemoryPlatformRecords implements PlatformRecords {
 
   async countThreads(userId: string, search: ThreadFilters): Promise<number> {
     return this.filtered(userId, search).length;
+  }
+
+  async expiredThreads(now: number, defaultTtlMs: number | null, limit: number): Promise<PlatformThread[]> {
+    return [...this.threads.values()]
+      .filter((thread) => threadExpired(thread, now, defaultTtlMs))
+      .sort((a, b) => a.updatedAt - b.updatedAt)
+      .slice(0, limit)
+      .map(threadCopy);
   }
 
   async putRun(run: PlatformRun): Promise<void> {

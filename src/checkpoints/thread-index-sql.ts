@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import type pg from "pg";
 import { withSetupLock } from "./pg-transaction.ts";
-import { THREAD_TABLE, type ThreadEntry, type ThreadIndex, type ThreadOwner, type ThreadPage, type ThreadSummary } from "./thread-index.ts";
+import { THREAD_TABLE, type StaleConversation, type ThreadEntry, type ThreadIndex, type ThreadOwner, type ThreadPage, type ThreadSummary } from "./thread-index.ts";
 
 /**
  * The conversation list in the checkpoint database (see thread-index.ts): `thread_id` is the
@@ -32,7 +32,7 @@ function entryOf(row: Row): ThreadEntry {
 }
 
 /** The table's definition in `table` (a name, quoted and schema-qualified where needed), with `time` the type of its millisecond columns. */
-function threadTableDdl(table: string, time: "INTEGER" | "BIGINT"): readonly [string, string] {
+function threadTableDdl(table: string, time: "INTEGER" | "BIGINT"): readonly string[] {
   return [
     `CREATE TABLE IF NOT EXISTS ${table} (
   thread_id TEXT NOT NULL PRIMARY KEY,
@@ -45,8 +45,26 @@ function threadTableDdl(table: string, time: "INTEGER" | "BIGINT"): readonly [st
   updated_at ${time} NOT NULL
 )`,
     `CREATE INDEX IF NOT EXISTS ${THREAD_TABLE}_by_owner ON ${table} (user_id, agent_id, updated_at DESC, public_thread_id)`,
+    // Retention reads the least recently updated conversations first.
+    `CREATE INDEX IF NOT EXISTS ${THREAD_TABLE}_by_updated ON ${table} (updated_at)`,
   ];
 }
+
+interface StaleRow {
+  thread_id: string;
+  user_id: string;
+  agent_id: string;
+  public_thread_id: string;
+  updated_at: number | string;
+}
+
+const staleOf = (row: StaleRow): StaleConversation => ({
+  storageKey: row.thread_id,
+  owner: { userId: row.user_id, agentId: row.agent_id, threadId: row.public_thread_id },
+  updatedAt: Number(row.updated_at),
+});
+
+const STALE_COLUMNS = "thread_id, user_id, agent_id, public_thread_id, updated_at";
 
 /** The table in a SQLite file; also used by bin/maintenance when it migrates a conversation. */
 export function createSqliteThreadTable(db: Database.Database): void {
@@ -70,6 +88,8 @@ export class SqliteThreadIndex implements ThreadIndex {
   private readonly countStmt;
   private readonly fillStmt;
   private readonly deleteStmt;
+  private readonly staleStmt;
+  private readonly updatedStmt;
 
   constructor(db: Database.Database) {
     createSqliteThreadTable(db);
@@ -80,6 +100,17 @@ export class SqliteThreadIndex implements ThreadIndex {
     this.countStmt = db.prepare(`SELECT count(*) FROM ${THREAD_TABLE} WHERE user_id = ? AND agent_id = ?`).pluck();
     this.fillStmt = db.prepare(`UPDATE ${THREAD_TABLE} SET message_count = ?, title = ? WHERE thread_id = ? AND message_count IS NULL`);
     this.deleteStmt = db.prepare(`DELETE FROM ${THREAD_TABLE} WHERE thread_id = ?`);
+    this.staleStmt = db.prepare(`SELECT ${STALE_COLUMNS} FROM ${THREAD_TABLE} WHERE updated_at < ? ORDER BY updated_at LIMIT ?`);
+    this.updatedStmt = db.prepare(`SELECT updated_at FROM ${THREAD_TABLE} WHERE thread_id = ?`).pluck();
+  }
+
+  async staleSince(cutoff: number, limit: number): Promise<StaleConversation[]> {
+    return (this.staleStmt.all(cutoff, limit) as StaleRow[]).map(staleOf);
+  }
+
+  async updatedAt(storageKey: string): Promise<number | undefined> {
+    const at = this.updatedStmt.get(storageKey) as number | undefined;
+    return at === undefined ? undefined : Number(at);
   }
 
   async touch(storageKey: string, owner: ThreadOwner, summary: ThreadSummary, now: number): Promise<void> {
@@ -152,5 +183,15 @@ export class PostgresThreadIndex implements ThreadIndex {
 
   async deleteThread(storageKey: string): Promise<void> {
     await this.pool.query(`DELETE FROM ${this.table} WHERE thread_id = $1`, [storageKey]);
+  }
+
+  async staleSince(cutoff: number, limit: number): Promise<StaleConversation[]> {
+    const { rows } = await this.pool.query<StaleRow>(`SELECT ${STALE_COLUMNS} FROM ${this.table} WHERE updated_at < $1 ORDER BY updated_at LIMIT $2`, [cutoff, limit]);
+    return rows.map(staleOf);
+  }
+
+  async updatedAt(storageKey: string): Promise<number | undefined> {
+    const { rows } = await this.pool.query<{ updated_at: string }>(`SELECT updated_at FROM ${this.table} WHERE thread_id = $1`, [storageKey]);
+    return rows[0] ? Number(rows[0].updated_at) : undefined;
   }
 }

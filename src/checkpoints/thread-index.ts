@@ -51,6 +51,17 @@ export interface ThreadIndex {
   /** Set the summary of a row that has none yet (a migrated conversation); a row with one is left alone. */
   fill(storageKey: string, summary: ThreadSummary): Promise<void>;
   deleteThread(storageKey: string): Promise<void>;
+  /** Up to `limit` conversations last updated before `cutoff`, least recently updated first (retention). */
+  staleSince(cutoff: number, limit: number): Promise<StaleConversation[]>;
+  /** When the conversation last changed; undefined when it has no row. */
+  updatedAt(storageKey: string): Promise<number | undefined>;
+}
+
+/** A conversation the list holds, as retention looks at it. */
+export interface StaleConversation {
+  readonly storageKey: string;
+  readonly owner: ThreadOwner;
+  readonly updatedAt: number;
 }
 
 /** The text of a message's content: a string, or its text blocks joined. */
@@ -125,5 +136,17 @@ export class MemoryThreadIndex implements ThreadIndex {
 
   async deleteThread(storageKey: string): Promise<void> {
     this.rows.delete(storageKey);
+  }
+
+  async staleSince(cutoff: number, limit: number): Promise<StaleConversation[]> {
+    return [...this.rows.values()]
+      .filter((row) => row.updatedAt < cutoff)
+      .sort((a, b) => a.updatedAt - b.updatedAt)
+      .slice(0, limit)
+      .map((row) => ({ storageKey: row.storageKey, owner: { userId: row.userId, agentId: row.agentId, threadId: row.threadId }, updatedAt: row.updatedAt }));
+  }
+
+  async updatedAt(storageKey: string): Promise<number | undefined> {
+    return this.rows.get(storageKey)?.updatedAt;
   }
 }

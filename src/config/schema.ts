@@ -213,6 +213,10 @@ export const configShape = {
   MESSAGE_CACHE_SIZE: int(50_000, 0, 10_000_000),
   CONVERSATION_MAX_MESSAGES: int(100_000, 1),
   IDEMPOTENCY_TTL: seconds(86_400, 1),
+  // Online retention (src/background/retention-sweep.ts)
+  CONVERSATION_TTL: optionalSeconds(1),
+  RETENTION_SWEEP_INTERVAL: seconds(60, 0.05),
+  RETENTION_MAX_DELETIONS_PER_SECOND: int(50, 1, 100_000),
 
   // Authentication
   AUTH_MODE: z.preprocess(

@@ -61,6 +61,19 @@ export const THREAD_STATUSES = ["idle", "busy", "interrupted", "error"] as const
 /** A thread id the caller chooses: what agenthost's own API accepts as a thread_id. */
 const threadIdSchema = z.string().min(1).max(256);
 
+/**
+ * A thread's time to live as LangGraph's SDK sends it: minutes, or `{ttl: minutes, strategy:
+ * "delete"}`; the thread is deleted that long after its last update. Parsed to milliseconds.
+ */
+export const threadTtlSchema = z
+  .union([
+    z.number().positive().max(1e9),
+    z.object({ ttl: z.number().positive().max(1e9), strategy: z.literal("delete", { error: 'the only ttl strategy is "delete"' }).optional() }),
+  ])
+  .nullish()
+  .transform((ttl) => (ttl === null || ttl === undefined ? undefined : Math.round((typeof ttl === "number" ? ttl : ttl.ttl) * 60_000)))
+  .optional();
+
 export const threadCreateSchema = z
   .object({
     thread_id: threadIdSchema.nullish(),
@@ -68,12 +81,12 @@ export const threadCreateSchema = z
     if_exists: z.enum(["raise", "do_nothing"]).nullish(),
     graph_id: z.string().nullish(),
     supersteps: z.array(z.unknown()).nullish(),
-    ttl: z.unknown().optional(),
+    ttl: threadTtlSchema,
   })
   .register(namedSchemas, { id: "PlatformThreadCreate" });
 export type ThreadCreateRequest = z.output<typeof threadCreateSchema>;
 
-export const threadPatchSchema = z.object({ metadata: optionalObject, ttl: z.unknown().optional() }).register(namedSchemas, { id: "PlatformThreadPatch" });
+export const threadPatchSchema = z.object({ metadata: optionalObject, ttl: threadTtlSchema }).register(namedSchemas, { id: "PlatformThreadPatch" });
 
 export const threadSearchSchema = z
   .object({

@@ -166,6 +166,17 @@ export class ServiceMetrics {
     help: "Background runs this worker executes now (at most BACKGROUND_RUNS_PER_WORKER).",
     registers: [this.registry],
   });
+  readonly retentionDeleted = new Counter({
+    name: "agenthost_retention_deleted_total",
+    help: "Conversations the retention sweep deleted (CONVERSATION_TTL, or a Platform thread's ttl).",
+    registers: [this.registry],
+  });
+  readonly retentionSkipped = new Counter({
+    name: "agenthost_retention_skipped_total",
+    help: "Expired conversations the retention sweep left for later, by reason (locked, queued, interrupted, running, updated).",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
   readonly authRefusals = new Counter({
     name: "agenthost_auth_refusals_total",
     help: "Requests refused for who sent them, by reason: a missing or refused token (expired, wrong_audience, …) or agent_forbidden (AGENT_ACCESS).",
@@ -199,6 +210,7 @@ export class ServiceMetrics {
     for (const reason of ["slow_consumer", "deadline"]) this.streamCuts.inc({ reason }, 0);
     for (const status of ["success", "error", "timeout", "interrupted"]) this.backgroundRuns.inc({ status }, 0);
     for (const reason of ["missing", "unknown_token", "agent_forbidden"]) this.authRefusals.inc({ reason }, 0);
+    for (const reason of ["locked", "queued", "interrupted", "running", "updated"]) this.retentionSkipped.inc({ reason }, 0);
   }
 
   /** Start the default process metrics; once per process (they hook the event loop and GC). */

@@ -75,6 +75,7 @@ export class PlatformThreads {
       metadata,
       status: "idle",
       createdAt: Date.now(),
+      ttlMs: body.ttl ?? null,
     });
     if (created) return created;
     if (body.if_exists === "do_nothing") return this.record(caller, threadId);
@@ -105,9 +106,10 @@ export class PlatformThreads {
     return this.deps.conversations.resolve(caller.principal, agent, { thread_id: thread.threadId, user_id: caller.namedUser });
   }
 
-  async patch(caller: PlatformCaller, threadId: string, metadata: Record<string, unknown> | null | undefined): Promise<WireThread> {
+  /** Merge `metadata` into the thread's, and set its time to live (milliseconds after its last update) when given. */
+  async patch(caller: PlatformCaller, threadId: string, metadata: Record<string, unknown> | null | undefined, ttlMs?: number): Promise<WireThread> {
     await this.record(caller, threadId);
-    const updated = await this.deps.records.updateThread(this.userOf(caller), threadId, { metadata: metadata ?? {}, now: Date.now() });
+    const updated = await this.deps.records.updateThread(this.userOf(caller), threadId, { metadata: metadata ?? {}, ttlMs, now: Date.now() });
     if (!updated) throw new ServiceError("thread_not_found", { detail: `No thread "${threadId}".` });
     return this.wire(caller, updated);
   }

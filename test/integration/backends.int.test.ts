@@ -112,6 +112,7 @@ describe("PostgreSQL backend (serverdb)", () => {
       const tables = await client.query("SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1", [schema]);
       assert.deepEqual(tables.rows.map((r: { table_name: string }) => r.table_name), [
         "agenthost_idempotency",
+        "agenthost_leases",
         "agenthost_messages",
         "agenthost_platform_runs",
         "agenthost_platform_threads",

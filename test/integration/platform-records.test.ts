@@ -76,7 +76,7 @@ const ALICE = "alice";
 const BOB = "bob";
 
 function thread(threadId: string, fields: Partial<Omit<PlatformThread, "threadId" | "updatedAt">> = {}): Omit<PlatformThread, "updatedAt"> {
-  return { userId: ALICE, threadId, agentId: null, metadata: {}, status: "idle", createdAt: 1_000, ...fields };
+  return { userId: ALICE, threadId, agentId: null, metadata: {}, status: "idle", createdAt: 1_000, ttlMs: null, ...fields };
 }
 
 function run(threadId: string, runId: string, fields: Partial<PlatformRun> = {}): PlatformRun {
@@ -131,7 +131,7 @@ for (const [name, make] of [["memory", memory], ["filedb", sqlite], ["serverdb",
     test("create, a duplicate changes nothing, get; another user's thread of the same id is another thread", async () => {
       const store = await records();
       const created = await store.createThread(thread("t1", { metadata: { a: 1 }, createdAt: 5_000 }));
-      assert.deepEqual(created, { userId: ALICE, threadId: "t1", agentId: null, metadata: { a: 1 }, status: "idle", createdAt: 5_000, updatedAt: 5_000 });
+      assert.deepEqual(created, { userId: ALICE, threadId: "t1", agentId: null, metadata: { a: 1 }, status: "idle", createdAt: 5_000, updatedAt: 5_000, ttlMs: null });
       assert.equal(await store.createThread(thread("t1", { metadata: { b: 2 }, agentId: "x", status: "busy", createdAt: 6_000 })), undefined);
       assert.deepEqual(await store.getThread(ALICE, "t1"), created);
       assert.equal(await store.getThread(ALICE, "t2"), undefined);
@@ -347,6 +347,22 @@ for (const [name, make] of [["memory", memory], ["filedb", sqlite], ["serverdb",
       assert.equal(await store.deleteRun(ALICE, "t", "r4"), false);
       assert.equal(await store.getRun(ALICE, "t", "r4"), undefined);
       assert.deepEqual(runIdsOf(await store.listRuns(ALICE, "t", { offset: 0, limit: 10 })), ["r3", "r2", "r1"]);
+    });
+
+    test("expired threads: their own ttl after their last update, else the default; least recently updated first; an update renews", async () => {
+      const store = await records();
+      await store.createThread(thread("own-short", { createdAt: 1_000, ttlMs: 500 }));
+      await store.createThread(thread("own-long", { createdAt: 1_000, ttlMs: 10_000 }));
+      await store.createThread(thread("default", { createdAt: 2_000 }));
+      await store.createThread(thread("fresh", { createdAt: 9_000, userId: BOB }));
+      assert.deepEqual(idsOf(await store.expiredThreads(5_000, 2_000, 10)), ["own-short", "default"]);
+      assert.deepEqual(idsOf(await store.expiredThreads(5_000, null, 10)), ["own-short"], "no default: only threads with their own");
+      assert.deepEqual(idsOf(await store.expiredThreads(5_000, 2_000, 1)), ["own-short"]);
+      await store.updateThread(ALICE, "own-short", { now: 4_800 });
+      assert.deepEqual(idsOf(await store.expiredThreads(5_000, 2_000, 10)), ["default"], "an update renews the ttl");
+      const renewed = await store.updateThread(ALICE, "default", { now: 5_000, ttlMs: 60_000 });
+      assert.equal(renewed?.ttlMs, 60_000);
+      assert.deepEqual(idsOf(await store.expiredThreads(20_000, 2_000, 10)), ["own-long", "own-short", "fresh"], "every user's, oldest first");
     });
 
     test("a run's base is noted at its first start and kept when it starts again (a rollback goes back to it)", async () => {

@@ -198,7 +198,7 @@ export function platformHandlers(services: RouteServices): Pick<
     searchThreads: async (asked) => ({ status: 200, body: await threads.search(callerOf(asked), asked.body ?? { limit: 10, offset: 0 }) }),
     countThreads: async (asked) => ({ status: 200, body: await threads.count(callerOf(asked), asked.body ?? {}) }),
     getThread: async (asked) => ({ status: 200, body: await threads.get(callerOf(asked), asked.params.thread_id!) }),
-    patchThread: async (asked) => ({ status: 200, body: await threads.patch(callerOf(asked), asked.params.thread_id!, asked.body?.metadata) }),
+    patchThread: async (asked) => ({ status: 200, body: await threads.patch(callerOf(asked), asked.params.thread_id!, asked.body?.metadata, asked.body?.ttl) }),
     deleteThread: async (asked) => {
       await threads.delete(callerOf(asked), asked.params.thread_id!, asked.run);
       return { status: 204, body: null };

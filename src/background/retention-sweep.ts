@@ -1,0 +1,178 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
+import { INTERRUPT } from "@langchain/langgraph";
+import { storageKey } from "../auth/storage-key.ts";
+import type { ConversationStore } from "../checkpoints/conversation-store.ts";
+import type { IdempotencyStore } from "../checkpoints/idempotency-store.ts";
+import type { LeaseStore } from "../checkpoints/leases.ts";
+import { threadExpired, type PlatformRecords } from "../checkpoints/platform-records.ts";
+import type { ThreadIndex } from "../checkpoints/thread-index.ts";
+import type { ConversationLock } from "../coordination/locks/conversation-lock.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { ServiceMetrics } from "../observability/metrics.ts";
+import type { RunQueueEngine } from "./run-queue-engine.ts";
+
+export interface RetentionSettings {
+  /** Milliseconds after its last update a conversation is deleted (CONVERSATION_TTL); null: kept, unless its thread has its own `ttl`. */
+  readonly ttlMs: number | null;
+  readonly intervalMs: number;
+  /** Deletions per second at most (RETENTION_MAX_DELETIONS_PER_SECOND). */
+  readonly maxPerSecond: number;
+  /** Candidates read per pass. */
+  readonly batch: number;
+}
+
+export interface RetentionDependencies {
+  readonly settings: RetentionSettings;
+  readonly records: PlatformRecords;
+  readonly index: ThreadIndex;
+  readonly store: ConversationStore;
+  readonly idempotency: IdempotencyStore;
+  readonly leases: LeaseStore;
+  readonly locks: ConversationLock;
+  readonly queue: RunQueueEngine;
+  readonly logger: Logger;
+  readonly metrics: ServiceMetrics;
+}
+
+/** Why an expired conversation was left for a later sweep (a metric label). */
+export type RetentionSkip = "locked" | "queued" | "interrupted" | "running" | "updated";
+
+/** A conversation that may have expired: a Platform thread, or a conversation of agenthost's own API. */
+interface Candidate {
+  readonly userId: string;
+  /** The public thread id. */
+  readonly threadId: string;
+  /** Its storage key; null for a Platform thread no run ever bound to an agent (a record only). */
+  readonly storageKey: string | null;
+  /** The agent of its conversation, when known. */
+  readonly agentId: string | null;
+}
+
+const LEASE = "retention";
+
+/**
+ * Online retention: every RETENTION_SWEEP_INTERVAL one worker of the whole fleet (the holder of the
+ * `retention` lease in the checkpoint database; another takes over within a few intervals when it
+ * dies) deletes the conversations whose time ran out: CONVERSATION_TTL after their last update, or a
+ * Platform thread's own `ttl`. Each goes whole (checkpoints, writes, message rows, its list entry,
+ * its idempotency answers, its Platform thread and run records), one conversation per short
+ * transaction, at most RETENTION_MAX_DELETIONS_PER_SECOND. A conversation that is locked (a run or
+ * request holds it), has runs queued, is paused on an interrupt, or is busy is left for a later
+ * sweep; its expiry is read again under its lock, so one updated meanwhile stays.
+ */
+export class RetentionSweeper {
+  private readonly holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
+  private closed = false;
+  /** Deletions in the current second, for the ceiling. */
+  private window = { start: 0, count: 0 };
+
+  constructor(private readonly deps: RetentionDependencies) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.sweep(), this.deps.settings.intervalMs);
+    this.timer.unref();
+  }
+
+  /** One sweep now (none when one is under way or another worker holds the lease). */
+  sweep(): Promise<void> {
+    this.sweeping ??= this.sweepOnce()
+      .catch((error: unknown) => this.deps.logger.warn({ err_type: (error as Error).name }, "retention sweep failed; the next one tries again"))
+      .finally(() => {
+        this.sweeping = undefined;
+      });
+    return this.sweeping;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    await this.sweeping;
+    await this.deps.leases.give(LEASE, this.holder).catch(() => undefined);
+  }
+
+  private async sweepOnce(): Promise<void> {
+    const { settings, records, index, leases, metrics, logger } = this.deps;
+    const leaseMs = settings.intervalMs * 3;
+    if (this.closed || !(await leases.take(LEASE, this.holder, leaseMs, Date.now()))) return;
+    const started = performance.now();
+    const now = Date.now();
+    const skipped: Partial<Record<RetentionSkip, number>> = {};
+    let deleted = 0;
+    const consider = async (candidate: Candidate) => {
+      if (this.closed) return;
+      await this.pace();
+      const outcome = await this.erase(candidate, now);
+      if (outcome === "deleted") {
+        deleted++;
+        metrics.retentionDeleted.inc();
+      } else {
+        skipped[outcome] = (skipped[outcome] ?? 0) + 1;
+        metrics.retentionSkipped.inc({ reason: outcome });
+      }
+      await leases.take(LEASE, this.holder, leaseMs, Date.now());
+    };
+    for (const thread of await records.expiredThreads(now, settings.ttlMs, settings.batch)) {
+      const key = thread.agentId === null ? null : storageKey(thread.userId, thread.agentId, thread.threadId);
+      await consider({ userId: thread.userId, threadId: thread.threadId, storageKey: key, agentId: thread.agentId });
+    }
+    if (settings.ttlMs !== null) {
+      for (const stale of await index.staleSince(now - settings.ttlMs, settings.batch)) {
+        // A Platform thread's record decides (its own ttl, its updates): the pass above.
+        const thread = await records.getThread(stale.owner.userId, stale.owner.threadId);
+        if (thread && thread.agentId === stale.owner.agentId) continue;
+        await consider({ userId: stale.owner.userId, threadId: stale.owner.threadId, storageKey: stale.storageKey, agentId: stale.owner.agentId });
+      }
+    }
+    if (deleted > 0 || Object.keys(skipped).length > 0) {
+      logger.info({ deleted, skipped, took_ms: Math.round(performance.now() - started) }, "retention sweep");
+    }
+  }
+
+  /** Delete one expired conversation whole, under its lock, unless something still needs it. */
+  private async erase(candidate: Candidate, now: number): Promise<"deleted" | RetentionSkip> {
+    const { records, store, idempotency, index, locks, queue, settings } = this.deps;
+    const { userId, threadId, storageKey: key } = candidate;
+    if (key === null) {
+      const thread = await records.getThread(userId, threadId);
+      if (!thread || !threadExpired(thread, now, settings.ttlMs) || thread.agentId !== null) return "updated";
+      await records.deleteThread(userId, threadId);
+      return "deleted";
+    }
+    const outcome = await locks.acquire(key, undefined, false);
+    if (!outcome.ok) return "locked";
+    try {
+      if ((await queue.onThread(userId, threadId)).length > 0) return "queued";
+      const thread = await records.getThread(userId, threadId);
+      const platform = thread && thread.agentId === candidate.agentId ? thread : undefined;
+      if (platform?.status === "busy") return "running";
+      // Read again under the lock: a run or an update since the candidates were read keeps it.
+      if (platform && !threadExpired(platform, now, settings.ttlMs)) return "updated";
+      const ttl = platform?.ttlMs ?? settings.ttlMs;
+      const updatedAt = await index.updatedAt(key);
+      if (updatedAt !== undefined && (ttl === null || updatedAt + ttl > now)) return "updated";
+      const head = await store.head(key);
+      if (head.pendingWrites.some(([, channel]) => channel === INTERRUPT)) return "interrupted";
+      await store.clear(key);
+      await idempotency.deleteThread(key);
+      if (platform) await records.deleteThread(userId, threadId);
+      return "deleted";
+    } finally {
+      await outcome.lease.release();
+    }
+  }
+
+  /** Wait, when this second's deletions reached the ceiling, for the next second. */
+  private async pace(): Promise<void> {
+    const now = performance.now();
+    if (now - this.window.start >= 1000) this.window = { start: now, count: 0 };
+    if (this.window.count >= this.deps.settings.maxPerSecond) {
+      await sleep(this.window.start + 1000 - now);
+      this.window = { start: performance.now(), count: 0 };
+    }
+    this.window.count++;
+  }
+}
