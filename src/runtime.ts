@@ -126,6 +126,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
         intervalMs: config.RETENTION_SWEEP_INTERVAL * 1000,
         maxPerSecond: config.RETENTION_MAX_DELETIONS_PER_SECOND,
         batch: RETENTION_BATCH,
+        keepLatest: config.CHECKPOINT_KEEP_LATEST ?? null,
       },
       records: checkpoints.platform,
       index: checkpoints.threads,

@@ -21,6 +21,8 @@ export interface RetentionSettings {
   readonly maxPerSecond: number;
   /** Candidates read per pass. */
   readonly batch: number;
+  /** Root checkpoints each conversation keeps (CHECKPOINT_KEEP_LATEST); null: all. */
+  readonly keepLatest: number | null;
 }
 
 export interface RetentionDependencies {
@@ -53,14 +55,16 @@ interface Candidate {
 const LEASE = "retention";
 
 /**
- * Online retention: every RETENTION_SWEEP_INTERVAL one worker of the whole fleet (the holder of the
+ * Online retention and compaction: every RETENTION_SWEEP_INTERVAL one worker of the whole fleet (the holder of the
  * `retention` lease in the checkpoint database; another takes over within a few intervals when it
  * dies) deletes the conversations whose time ran out: CONVERSATION_TTL after their last update, or a
  * Platform thread's own `ttl`. Each goes whole (checkpoints, writes, message rows, its list entry,
  * its idempotency answers, its Platform thread and run records), one conversation per short
  * transaction, at most RETENTION_MAX_DELETIONS_PER_SECOND. A conversation that is locked (a run or
  * request holds it), has runs queued, is paused on an interrupt, or is busy is left for a later
- * sweep; its expiry is read again under its lock, so one updated meanwhile stays.
+ * sweep; its expiry is read again under its lock, so one updated meanwhile stays. With
+ * CHECKPOINT_KEEP_LATEST, the same sweeper then compacts the conversations updated since its last
+ * pass: each keeps its latest N root checkpoints (time travel reaches back that far).
  */
 export class RetentionSweeper {
   private readonly holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -69,6 +73,8 @@ export class RetentionSweeper {
   private closed = false;
   /** Deletions in the current second, for the ceiling. */
   private window = { start: 0, count: 0 };
+  /** Conversations updated at or after this were not compacted yet (by this holder). */
+  private compactedUntil = 0;
 
   constructor(private readonly deps: RetentionDependencies) {}
 
@@ -127,9 +133,37 @@ export class RetentionSweeper {
         await consider({ userId: stale.owner.userId, threadId: stale.owner.threadId, storageKey: stale.storageKey, agentId: stale.owner.agentId });
       }
     }
-    if (deleted > 0 || Object.keys(skipped).length > 0) {
-      logger.info({ deleted, skipped, took_ms: Math.round(performance.now() - started) }, "retention sweep");
+    const compacted = settings.keepLatest === null || this.closed ? 0 : await this.compact(settings.keepLatest, leaseMs);
+    if (deleted > 0 || compacted > 0 || Object.keys(skipped).length > 0) {
+      logger.info({ deleted, skipped, compacted, took_ms: Math.round(performance.now() - started) }, "retention sweep");
     }
+  }
+
+  /**
+   * Compaction: the conversations updated since the last pass keep only their latest `keep` root
+   * checkpoints, each under its lock (taken without waiting: a busy one is compacted next time it
+   * changes). Returns how many checkpoints went.
+   */
+  private async compact(keep: number, leaseMs: number): Promise<number> {
+    const { index, locks, store, leases, metrics } = this.deps;
+    let removed = 0;
+    const changed = await index.changedSince(this.compactedUntil, this.deps.settings.batch);
+    for (const conversation of changed) {
+      if (this.closed) break;
+      const outcome = await locks.acquire(conversation.storageKey, undefined, false);
+      if (!outcome.ok) continue;
+      try {
+        removed += await store.compact(conversation.storageKey, keep);
+      } finally {
+        await outcome.lease.release();
+      }
+      this.compactedUntil = conversation.updatedAt;
+      await leases.take(LEASE, this.holder, leaseMs, Date.now());
+    }
+    // Nothing left to read: the next pass starts from now (rows of the same millisecond come again, harmlessly).
+    if (changed.length < this.deps.settings.batch) this.compactedUntil = Math.max(this.compactedUntil, Date.now() - this.deps.settings.intervalMs);
+    metrics.checkpointsCompacted.inc(removed);
+    return removed;
   }
 
   /** Delete one expired conversation whole, under its lock, unless something still needs it. */

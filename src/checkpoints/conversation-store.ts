@@ -149,6 +149,11 @@ export class ConversationStore {
     await this.messages.rewind(storageKey, base.checkpointId, base.writes, owner);
   }
 
+  /** Keep only the conversation's latest `keep` checkpoints (compaction; see MessageStoreSaver.prune). The caller holds the lock. */
+  async compact(storageKey: string, keep: number): Promise<number> {
+    return this.messages ? this.messages.prune(storageKey, keep) : 0;
+  }
+
   /** Delete every checkpoint, blob, pending write and message row of the conversation, in every namespace. */
   async clear(storageKey: string): Promise<void> {
     await this.saver.deleteThread(storageKey);

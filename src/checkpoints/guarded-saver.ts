@@ -45,7 +45,10 @@ export class DatabaseGate {
   readonly saver: GuardedSaver;
   readonly rows: GuardedRows;
   readonly writer: CheckpointWriter = { write: (write) => this.run(({ writer }) => writer.write(write)) };
-  readonly rewinder: ThreadRewinder = { rewind: (target) => this.run(({ rewinder }) => rewinder.rewind(target)) };
+  readonly rewinder: ThreadRewinder = {
+    rewind: (target) => this.run(({ rewinder }) => rewinder.rewind(target)),
+    prune: (target) => this.run(({ rewinder }) => rewinder.prune(target)),
+  };
 
   constructor(
     readonly backend: DatabaseBackend,

@@ -32,6 +32,10 @@ export class GuardedThreadIndex implements ThreadIndex {
   updatedAt(storageKey: string): Promise<number | undefined> {
     return this.gate.run(({ threads }) => threads.updatedAt(storageKey));
   }
+
+  changedSince(since: number, limit: number): Promise<StaleConversation[]> {
+    return this.gate.run(({ threads }) => threads.changedSince(since, limit));
+  }
 }
 
 /** The idempotency keys behind the same gate. */

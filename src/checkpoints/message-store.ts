@@ -335,6 +335,30 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
   }
 
   /**
+   * Keep only the thread's latest `keep` root checkpoints (compaction, see thread-rewind.ts): older
+   * ones go in every namespace, with their writes; message rows only they named are emptied.
+   * Returns how many root checkpoints went. The caller holds the conversation's lock.
+   */
+  async prune(threadId: string, keep: number): Promise<number> {
+    if (!this.rewinder) throw new Error("this checkpoint store cannot compact a thread");
+    const kept = new Set<number>();
+    const dropped = new Set<number>();
+    let keepFrom: string | undefined;
+    let seen = 0;
+    for await (const tuple of this.inner.list({ configurable: { thread_id: threadId, checkpoint_ns: "" } })) {
+      const value: unknown = tuple.checkpoint.channel_values?.messages;
+      const into = seen++ < keep ? kept : dropped;
+      if (into === kept) keepFrom = tuple.checkpoint.id;
+      if (isMessageRefs(value)) for (const key of keysAt(value)) into.add(key);
+    }
+    const gone = Math.max(0, seen - keep);
+    if (gone === 0 || keepFrom === undefined) return 0;
+    for (const key of kept) dropped.delete(key);
+    await this.rewinder.prune({ threadId, keepFrom, releasedKeys: [...dropped] });
+    return gone;
+  }
+
+  /**
    * Drop the thread's revived messages: its run failed, and its nodes may have changed cached
    * objects that were never saved. The next read revives the thread from its rows.
    */

@@ -90,6 +90,7 @@ export class SqliteThreadIndex implements ThreadIndex {
   private readonly deleteStmt;
   private readonly staleStmt;
   private readonly updatedStmt;
+  private readonly changedStmt;
 
   constructor(db: Database.Database) {
     createSqliteThreadTable(db);
@@ -102,6 +103,11 @@ export class SqliteThreadIndex implements ThreadIndex {
     this.deleteStmt = db.prepare(`DELETE FROM ${THREAD_TABLE} WHERE thread_id = ?`);
     this.staleStmt = db.prepare(`SELECT ${STALE_COLUMNS} FROM ${THREAD_TABLE} WHERE updated_at < ? ORDER BY updated_at LIMIT ?`);
     this.updatedStmt = db.prepare(`SELECT updated_at FROM ${THREAD_TABLE} WHERE thread_id = ?`).pluck();
+    this.changedStmt = db.prepare(`SELECT ${STALE_COLUMNS} FROM ${THREAD_TABLE} WHERE updated_at >= ? ORDER BY updated_at LIMIT ?`);
+  }
+
+  async changedSince(since: number, limit: number): Promise<StaleConversation[]> {
+    return (this.changedStmt.all(since, limit) as StaleRow[]).map(staleOf);
   }
 
   async staleSince(cutoff: number, limit: number): Promise<StaleConversation[]> {
@@ -187,6 +193,11 @@ export class PostgresThreadIndex implements ThreadIndex {
 
   async staleSince(cutoff: number, limit: number): Promise<StaleConversation[]> {
     const { rows } = await this.pool.query<StaleRow>(`SELECT ${STALE_COLUMNS} FROM ${this.table} WHERE updated_at < $1 ORDER BY updated_at LIMIT $2`, [cutoff, limit]);
+    return rows.map(staleOf);
+  }
+
+  async changedSince(since: number, limit: number): Promise<StaleConversation[]> {
+    const { rows } = await this.pool.query<StaleRow>(`SELECT ${STALE_COLUMNS} FROM ${this.table} WHERE updated_at >= $1 ORDER BY updated_at LIMIT $2`, [since, limit]);
     return rows.map(staleOf);
   }
 

@@ -55,6 +55,8 @@ export interface ThreadIndex {
   staleSince(cutoff: number, limit: number): Promise<StaleConversation[]>;
   /** When the conversation last changed; undefined when it has no row. */
   updatedAt(storageKey: string): Promise<number | undefined>;
+  /** Up to `limit` conversations updated at or after `since`, least recently updated first (compaction). */
+  changedSince(since: number, limit: number): Promise<StaleConversation[]>;
 }
 
 /** A conversation the list holds, as retention looks at it. */
@@ -148,5 +150,13 @@ export class MemoryThreadIndex implements ThreadIndex {
 
   async updatedAt(storageKey: string): Promise<number | undefined> {
     return this.rows.get(storageKey)?.updatedAt;
+  }
+
+  async changedSince(since: number, limit: number): Promise<StaleConversation[]> {
+    return [...this.rows.values()]
+      .filter((row) => row.updatedAt >= since)
+      .sort((a, b) => a.updatedAt - b.updatedAt)
+      .slice(0, limit)
+      .map((row) => ({ storageKey: row.storageKey, owner: { userId: row.userId, agentId: row.agentId, threadId: row.threadId }, updatedAt: row.updatedAt }));
   }
 }

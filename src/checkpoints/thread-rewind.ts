@@ -23,8 +23,20 @@ export interface RewindTarget {
   readonly releasedKeys: readonly number[];
 }
 
+/**
+ * Compaction: a thread keeps only its latest checkpoints. Everything older than `keepFrom` (the
+ * oldest root checkpoint kept) goes, in every namespace, with its writes; message rows only the
+ * removed checkpoints named are emptied, as a rewind's are.
+ */
+export interface PruneTarget {
+  readonly threadId: string;
+  readonly keepFrom: string;
+  readonly releasedKeys: readonly number[];
+}
+
 export interface ThreadRewinder {
   rewind(target: RewindTarget): Promise<void>;
+  prune(target: PruneTarget): Promise<void>;
 }
 
 /** The text an emptied message row holds: no message, only its key kept taken. */
@@ -63,12 +75,30 @@ export function addedWrites<W extends WriteKey>(stored: readonly W[], keep: Rewi
  */
 export class SqliteThreadRewinder implements ThreadRewinder {
   private apply: ((target: RewindTarget) => void) | undefined;
+  private trim: ((target: PruneTarget) => void) | undefined;
 
   constructor(private readonly db: Database.Database) {}
 
   async rewind(target: RewindTarget): Promise<void> {
     this.apply ??= this.prepare();
     this.apply(target);
+  }
+
+  async prune(target: PruneTarget): Promise<void> {
+    this.trim ??= this.prepareTrim();
+    this.trim(target);
+  }
+
+  private prepareTrim(): (target: PruneTarget) => void {
+    const { db } = this;
+    const dropCheckpoints = db.prepare("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id < ?");
+    const dropWrites = db.prepare("DELETE FROM writes WHERE thread_id = ? AND checkpoint_id < ?");
+    const release = db.prepare(`UPDATE ${MESSAGE_TABLE} SET message = ? WHERE thread_id = ? AND message_key = ?`);
+    return db.transaction((target: PruneTarget) => {
+      dropCheckpoints.run(target.threadId, target.keepFrom);
+      dropWrites.run(target.threadId, target.keepFrom);
+      for (const key of target.releasedKeys) release.run(RELEASED_MESSAGE, target.threadId, key);
+    });
   }
 
   private prepare(): (target: RewindTarget) => void {
@@ -119,21 +149,32 @@ WHERE w.thread_id = $1 AND w.checkpoint_ns = '' AND w.checkpoint_id = $2 AND w.t
           );
         }
       }
-      // A channel value is stored once per version and named by the checkpoints that hold it.
-      await client.query(
-        `DELETE FROM ${table("checkpoint_blobs")} b WHERE b.thread_id = $1 AND NOT EXISTS (
+      await this.tidy(client, threadId, target.releasedKeys);
+    });
+  }
+
+  async prune(target: PruneTarget): Promise<void> {
+    const table = (name: string) => `"${this.schema}".${name}`;
+    await inTransaction(this.pool, async (client) => {
+      await client.query(`DELETE FROM ${table("checkpoints")} WHERE thread_id = $1 AND checkpoint_id < $2`, [target.threadId, target.keepFrom]);
+      await client.query(`DELETE FROM ${table("checkpoint_writes")} WHERE thread_id = $1 AND checkpoint_id < $2`, [target.threadId, target.keepFrom]);
+      await this.tidy(client, target.threadId, target.releasedKeys);
+    });
+  }
+
+  /** After checkpoints went: the channel blobs no checkpoint names any more, and the released message rows. */
+  private async tidy(client: pg.PoolClient, threadId: string, releasedKeys: readonly number[]): Promise<void> {
+    const table = (name: string) => `"${this.schema}".${name}`;
+    // A channel value is stored once per version and named by the checkpoints that hold it.
+    await client.query(
+      `DELETE FROM ${table("checkpoint_blobs")} b WHERE b.thread_id = $1 AND NOT EXISTS (
   SELECT 1 FROM ${table("checkpoints")} c
   WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)`,
-        [threadId],
-      );
-      if (target.releasedKeys.length) {
-        await client.query(`UPDATE ${table(MESSAGE_TABLE)} SET message = $3 WHERE thread_id = $1 AND message_key = ANY($2::int[])`, [
-          threadId,
-          [...target.releasedKeys],
-          RELEASED_MESSAGE,
-        ]);
-      }
-    });
+      [threadId],
+    );
+    if (releasedKeys.length) {
+      await client.query(`UPDATE ${table(MESSAGE_TABLE)} SET message = $3 WHERE thread_id = $1 AND message_key = ANY($2::int[])`, [threadId, [...releasedKeys], RELEASED_MESSAGE]);
+    }
   }
 }
 
@@ -149,12 +190,21 @@ export class RebuildingThreadRewinder implements ThreadRewinder {
   ) {}
 
   async rewind(target: RewindTarget): Promise<void> {
-    const { threadId, base } = target;
+    const { base } = target;
+    await this.rebuild(target.threadId, (id) => base !== null && id <= base, base, target.keepWrites);
+    this.rows.release(target.threadId, target.releasedKeys);
+  }
+
+  async prune(target: PruneTarget): Promise<void> {
+    await this.rebuild(target.threadId, (id) => id >= target.keepFrom, null, []);
+    this.rows.release(target.threadId, target.releasedKeys);
+  }
+
+  /** Put back the checkpoints `keeps` keeps (and their writes; on `base`, only those of `keepWrites`). */
+  private async rebuild(threadId: string, keeps: (id: string) => boolean, base: string | null, keepWrites: RewindTarget["keepWrites"]): Promise<void> {
     const kept: CheckpointTuple[] = [];
-    if (base !== null) {
-      for await (const tuple of this.saver.list({ configurable: { thread_id: threadId } })) {
-        if (tuple.checkpoint.id <= base) kept.push(tuple);
-      }
+    for await (const tuple of this.saver.list({ configurable: { thread_id: threadId } })) {
+      if (keeps(tuple.checkpoint.id)) kept.push(tuple);
     }
     kept.sort((a, b) => (a.checkpoint.id < b.checkpoint.id ? -1 : a.checkpoint.id > b.checkpoint.id ? 1 : 0));
     await this.saver.deleteThread(threadId);
@@ -170,7 +220,7 @@ export class RebuildingThreadRewinder implements ThreadRewinder {
       let writes = tuple.pendingWrites ?? [];
       if (namespace === "" && tuple.checkpoint.id === base) {
         const indexed = writes.map(([task_id, channel], idx) => ({ task_id, channel, idx }));
-        const added = new Set(addedWrites(indexed, target.keepWrites).map((write) => write.idx));
+        const added = new Set(addedWrites(indexed, keepWrites).map((write) => write.idx));
         writes = writes.filter((_, idx) => !added.has(idx));
       }
       const byTask = new Map<string, PendingWrite[]>();
@@ -181,6 +231,5 @@ export class RebuildingThreadRewinder implements ThreadRewinder {
       }
       for (const [task, list] of byTask) await this.saver.putWrites(saved, list, task);
     }
-    this.rows.release(threadId, target.releasedKeys);
   }
 }

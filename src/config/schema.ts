@@ -217,6 +217,7 @@ export const configShape = {
   CONVERSATION_TTL: optionalSeconds(1),
   RETENTION_SWEEP_INTERVAL: seconds(60, 0.05),
   RETENTION_MAX_DELETIONS_PER_SECOND: int(50, 1, 100_000),
+  CHECKPOINT_KEEP_LATEST: optionalInt(1, 1_000_000),
 
   // Authentication
   AUTH_MODE: z.preprocess(

@@ -177,6 +177,11 @@ export class ServiceMetrics {
     labelNames: ["reason"] as const,
     registers: [this.registry],
   });
+  readonly checkpointsCompacted = new Counter({
+    name: "agenthost_checkpoints_compacted_total",
+    help: "Root checkpoints compaction deleted (CHECKPOINT_KEEP_LATEST).",
+    registers: [this.registry],
+  });
   readonly authRefusals = new Counter({
     name: "agenthost_auth_refusals_total",
     help: "Requests refused for who sent them, by reason: a missing or refused token (expired, wrong_audience, …) or agent_forbidden (AGENT_ACCESS).",

@@ -10,7 +10,7 @@ import pg from "pg";
 import { Client } from "@langchain/langgraph-sdk";
 import { storageKey } from "../../src/auth/storage-key.ts";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
-import { postgresBackend, sqliteBackend, TEST_DATABASE_URL, type BackendUnderTest } from "../http/history-backends.ts";
+import { memoryBackend, postgresBackend, sqliteBackend, TEST_DATABASE_URL, type BackendUnderTest } from "../http/history-backends.ts";
 
 const CHATBOT = "chatbot-agent";
 const ASK = "ask-name";
@@ -132,6 +132,54 @@ for (const make of [sqliteBackend, postgresBackend]) {
       assert.equal((await invoke(CHATBOT, old!, "a new life")).status, 200);
       assert.equal(await messagesOf(CHATBOT, old!), 2);
       await client.runs.cancel(queued!, waiting.run_id);
+    });
+  });
+}
+
+for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
+  describe(`compaction: CHECKPOINT_KEEP_LATEST (${make().name})`, { concurrency: false }, () => {
+    let backend: BackendUnderTest;
+    let service: RunningService;
+    let client: Client;
+
+    before(async () => {
+      backend = make();
+      service = await startService({ ...backend.env, AGENT_PATHS: AGENTS, CHECKPOINT_KEEP_LATEST: "3", RETENTION_SWEEP_INTERVAL: "3600" });
+      client = new Client({ apiUrl: service.url, apiKey: TEST_TOKEN });
+    });
+    after(async () => {
+      await service?.close();
+      await backend?.cleanup();
+    });
+
+    test("a conversation keeps its latest 3 checkpoints; its messages, its history pages and a paused interrupt stay right", async () => {
+      const thread = await client.threads.create();
+      for (let turn = 1; turn <= 5; turn++) {
+        await client.runs.wait(thread.thread_id, CHATBOT, { input: { messages: [{ role: "user", content: `turn ${turn}` }] } });
+      }
+      const before = await client.threads.getHistory(thread.thread_id, { limit: 100 });
+      assert.ok(before.length > 3);
+      const paused = await client.threads.create();
+      await client.runs.wait(paused.thread_id, ASK, { input: { messages: [{ role: "user", content: "hi" }] } });
+
+      await service.runtime.retention.sweep();
+      const after = await client.threads.getHistory(thread.thread_id, { limit: 100 });
+      assert.deepEqual(after.map((state) => state.checkpoint.checkpoint_id), before.slice(0, 3).map((state) => state.checkpoint.checkpoint_id));
+      const state = await client.threads.getState(thread.thread_id);
+      const contents = (state.values as { messages: Array<{ content: string }> }).messages.map((message) => message.content);
+      assert.equal(contents.length, 10);
+      assert.deepEqual(contents.filter((_, i) => i % 2 === 0), ["turn 1", "turn 2", "turn 3", "turn 4", "turn 5"]);
+      const page = (await (await call(service, "GET", `/${CHATBOT}/history?thread_id=${thread.thread_id}&limit=4&offset=2`)).json()) as { total: number; messages: unknown[] };
+      assert.equal(page.total, 10);
+      assert.equal(page.messages.length, 4);
+      // The next turn goes on from the latest; the paused one resumes.
+      await client.runs.wait(thread.thread_id, CHATBOT, { input: { messages: [{ role: "user", content: "turn 6" }] } });
+      assert.equal(((await client.threads.getState(thread.thread_id)).values as { messages: unknown[] }).messages.length, 12);
+      assert.equal((await client.threads.getState(paused.thread_id)).next.length, 1, "still paused on its interrupt");
+      const resumed = (await client.runs.wait(paused.thread_id, ASK, { command: { resume: "Ada" } })) as { messages: Array<{ content: string }> };
+      assert.match(String(resumed.messages.at(-1)?.content), /Ada/);
+      const compacted = (await service.runtime.metrics.registry.getSingleMetric("agenthost_checkpoints_compacted_total")?.get())?.values[0]?.value ?? 0;
+      assert.ok(compacted >= before.length - 3);
     });
   });
 }
