@@ -127,6 +127,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
         maxPerSecond: config.RETENTION_MAX_DELETIONS_PER_SECOND,
         batch: RETENTION_BATCH,
         keepLatest: config.CHECKPOINT_KEEP_LATEST ?? null,
+        runRecordTtlMs: config.RUN_RECORD_TTL * 1000,
       },
       records: checkpoints.platform,
       index: checkpoints.threads,

@@ -23,6 +23,8 @@ export interface RetentionSettings {
   readonly batch: number;
   /** Root checkpoints each conversation keeps (CHECKPOINT_KEEP_LATEST); null: all. */
   readonly keepLatest: number | null;
+  /** Milliseconds a finished run's record is kept after it ended (RUN_RECORD_TTL). */
+  readonly runRecordTtlMs: number;
 }
 
 export interface RetentionDependencies {
@@ -134,8 +136,11 @@ export class RetentionSweeper {
       }
     }
     const compacted = settings.keepLatest === null || this.closed ? 0 : await this.compact(settings.keepLatest, leaseMs);
-    if (deleted > 0 || compacted > 0 || Object.keys(skipped).length > 0) {
-      logger.info({ deleted, skipped, compacted, took_ms: Math.round(performance.now() - started) }, "retention sweep");
+    // The side tables' own schedules: finished runs' records, expired idempotency answers.
+    const runs = this.closed ? 0 : await records.deleteFinishedRuns(Date.now() - settings.runRecordTtlMs, settings.batch);
+    if (!this.closed) await this.deps.idempotency.sweep(Date.now());
+    if (deleted > 0 || compacted > 0 || runs > 0 || Object.keys(skipped).length > 0) {
+      logger.info({ deleted, skipped, compacted, run_records: runs, took_ms: Math.round(performance.now() - started) }, "retention sweep");
     }
   }
 

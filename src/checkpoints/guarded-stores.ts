@@ -83,6 +83,10 @@ export class GuardedPlatformRecords implements PlatformRecords {
     return this.gate.run(({ platform }) => platform.deleteThread(userId, threadId));
   }
 
+  deleteFinishedRuns(cutoff: number, limit: number): Promise<number> {
+    return this.gate.run(({ platform }) => platform.deleteFinishedRuns(cutoff, limit));
+  }
+
   expiredThreads(now: number, defaultTtlMs: number | null, limit: number): Promise<PlatformThread[]> {
     return this.gate.run(({ platform }) => platform.expiredThreads(now, defaultTtlMs, limit));
   }

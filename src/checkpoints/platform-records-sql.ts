@@ -3,6 +3,7 @@ import type pg from "pg";
 import { withSetupLock } from "./pg-transaction.ts";
 import {
   canonicalJson,
+  FINISHED,
   jsonCopy,
   PLATFORM_RUN_TABLE,
   PLATFORM_THREAD_TABLE,
@@ -153,8 +154,12 @@ function platformDdl(threads: string, runs: string, t: Types): string[] {
   PRIMARY KEY (user_id, thread_id, run_id)
 )`,
     `CREATE INDEX IF NOT EXISTS ${PLATFORM_RUN_TABLE}_by_created ON ${runs} (user_id, thread_id, created_at DESC, run_id)`,
+    `CREATE INDEX IF NOT EXISTS ${PLATFORM_RUN_TABLE}_by_age ON ${runs} (updated_at)`,
   ];
 }
+
+/** The final statuses, as an SQL list. */
+const FINISHED_LIST = [...FINISHED].map((status) => `'${status}'`).join(", ");
 
 /** Record a run, replacing what was recorded under its id. */
 const putRunSql = (runs: string, p: (n: number) => string) =>
@@ -205,6 +210,7 @@ export class SqlitePlatformRecords implements PlatformRecords {
   private readonly getRunStmt;
   private readonly listRunsStmt;
   private readonly deleteRunStmt;
+  private readonly deleteFinishedStmt;
   private readonly update;
   private readonly delete;
 
@@ -244,6 +250,9 @@ ORDER BY ${orderBy({ sortBy, sortOrder })} LIMIT @limit OFFSET @offset`;
 ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
     );
     this.deleteRunStmt = db.prepare(`DELETE FROM ${runs} WHERE user_id = ? AND thread_id = ? AND run_id = ?`);
+    this.deleteFinishedStmt = db.prepare(
+      `DELETE FROM ${runs} WHERE rowid IN (SELECT rowid FROM ${runs} WHERE status IN (${FINISHED_LIST}) AND updated_at < ? LIMIT ?)`,
+    );
     // Read, merge in JavaScript (json_patch would delete a key set to null), write: one transaction
     // that takes the write lock first, so another worker's update cannot come in between.
     this.update = db.transaction((userId: string, threadId: string, changes: ThreadChanges): ThreadRow | undefined => {
@@ -317,6 +326,10 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
   async getRun(userId: string, threadId: string, runId: string): Promise<PlatformRun | undefined> {
     const row = this.getRunStmt.get(userId, threadId, runId) as RunRow | undefined;
     return row && runOf(row);
+  }
+
+  async deleteFinishedRuns(cutoff: number, limit: number): Promise<number> {
+    return this.deleteFinishedStmt.run(cutoff, limit).changes;
   }
 
   async listRuns(userId: string, threadId: string, page: { readonly offset: number; readonly limit: number; readonly status?: RunStatus }): Promise<PlatformRun[]> {
@@ -498,6 +511,14 @@ ORDER BY created_at DESC, run_id LIMIT $4 OFFSET $5`,
       [userId, threadId, page.status ?? null, page.limit, page.offset],
     );
     return rows.map(runOf);
+  }
+
+  async deleteFinishedRuns(cutoff: number, limit: number): Promise<number> {
+    const result = await this.pool.query(
+      `DELETE FROM ${this.runs} WHERE ctid IN (SELECT ctid FROM ${this.runs} WHERE status IN (${FINISHED_LIST}) AND updated_at < $1 LIMIT $2)`,
+      [cutoff, limit],
+    );
+    return result.rowCount ?? 0;
   }
 
   async deleteRun(userId: string, threadId: string, runId: string): Promise<boolean> {

@@ -113,7 +113,12 @@ export interface PlatformRecords {
   listRuns(userId: string, threadId: string, page: { readonly offset: number; readonly limit: number; readonly status?: RunStatus }): Promise<PlatformRun[]>;
   /** Delete one run's record; false when there was none. */
   deleteRun(userId: string, threadId: string, runId: string): Promise<boolean>;
+  /** Delete up to `limit` records of finished runs last updated before `cutoff` (retention); how many went. */
+  deleteFinishedRuns(cutoff: number, limit: number): Promise<number>;
 }
+
+/** The statuses a run ends with. */
+export const FINISHED: ReadonlySet<RunStatus> = new Set(["success", "error", "timeout", "interrupted"]);
 
 /** What a search filters on (its paging and order aside). */
 export type ThreadFilters = Omit<ThreadSearch, "sortBy" | "sortOrder" | "offset" | "limit">;
@@ -295,6 +300,17 @@ export class MemoryPlatformRecords implements PlatformRecords {
 
   async deleteRun(userId: string, threadId: string, runId: string): Promise<boolean> {
     return this.runs.get(keyOf(userId, threadId))?.delete(runId) ?? false;
+  }
+
+  async deleteFinishedRuns(cutoff: number, limit: number): Promise<number> {
+    let gone = 0;
+    for (const runs of this.runs.values()) {
+      for (const [runId, run] of runs) {
+        if (gone >= limit) return gone;
+        if (FINISHED.has(run.status) && run.updatedAt < cutoff && runs.delete(runId)) gone++;
+      }
+    }
+    return gone;
   }
 
   /** The user's threads that pass the filters, in no order. */

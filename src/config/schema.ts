@@ -218,6 +218,7 @@ export const configShape = {
   RETENTION_SWEEP_INTERVAL: seconds(60, 0.05),
   RETENTION_MAX_DELETIONS_PER_SECOND: int(50, 1, 100_000),
   CHECKPOINT_KEEP_LATEST: optionalInt(1, 1_000_000),
+  RUN_RECORD_TTL: seconds(604_800, 1),
 
   // Authentication
   AUTH_MODE: z.preprocess(

@@ -133,6 +133,31 @@ for (const make of [sqliteBackend, postgresBackend]) {
       assert.equal(await messagesOf(CHATBOT, old!), 2);
       await client.runs.cancel(queued!, waiting.run_id);
     });
+
+    test("side tables return to their baseline once their rows' time is up: finished runs' records and idempotency answers", async () => {
+      const size = async () => ({
+        runs: await onDatabase(backend, "SELECT count(*) FROM agenthost_platform_runs", []),
+        answers: await onDatabase(backend, "SELECT count(*) FROM agenthost_idempotency", []),
+      });
+      // What the previous test left expired goes first.
+      await service.runtime.retention.sweep();
+      const baseline = await size();
+      const thread = await client.threads.create();
+      const own = `traffic-${Math.random().toString(36).slice(2, 8)}`;
+      for (let i = 0; i < 6; i++) {
+        await client.runs.wait(thread.thread_id, CHATBOT, { input: { messages: [{ role: "user", content: `run ${i}` }] } });
+        assert.equal((await invoke(CHATBOT, own, `call ${i}`, { "idempotency-key": `${own}-${i}` })).status, 200);
+      }
+      assert.deepEqual(await size(), { runs: baseline.runs + 6, answers: baseline.answers + 6 });
+      // Their time is up (RUN_RECORD_TTL after the run ended; IDEMPOTENCY_TTL after the answer).
+      await onDatabase(backend, "UPDATE agenthost_platform_runs SET updated_at = 0 WHERE thread_id = $1", [thread.thread_id]);
+      await onDatabase(backend, "UPDATE agenthost_idempotency SET expires_at = 0 WHERE thread_id = $1", [key(CHATBOT, own)]);
+      await service.runtime.retention.sweep();
+      assert.deepEqual(await size(), baseline);
+      // The conversations themselves are not expired: they stay.
+      assert.equal(((await client.threads.getState(thread.thread_id)).values as { messages: unknown[] }).messages.length, 12);
+      assert.equal(await messagesOf(CHATBOT, own), 12);
+    });
   });
 }
 
