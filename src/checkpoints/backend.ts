@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type Database from "better-sqlite3";
 import type pg from "pg";
-import { MemorySaver, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { NO_SHORTCUTS, type ActiveShortcuts } from "../config/library-shortcuts.ts";
 import type { Config, ServerdbConfig } from "../config/schema.ts";
 import type { Logger } from "../observability/logger.ts";
@@ -10,6 +10,7 @@ import { DatabaseGate, type OpenDatabase } from "./guarded-saver.ts";
 import { GuardedIdempotencyStore, GuardedLeases, GuardedPlatformRecords, GuardedRunQueue, GuardedThreadIndex } from "./guarded-stores.ts";
 import { MemoryLeases, PostgresLeases, SqliteLeases, type LeaseStore } from "./leases.ts";
 import { MemoryIdempotencyStore, PostgresIdempotencyStore, SqliteIdempotencyStore, type IdempotencyStore } from "./idempotency-store.ts";
+import { ChangedChannelsMemorySaver } from "./memory-saver.ts";
 import { MemoryMessageRows, PostgresMessageRows, SqliteMessageRows } from "./message-rows.ts";
 import { MessageStoreSaver } from "./message-store.ts";
 import { postgresSaver, postgresWriter } from "./pg-saver.ts";
@@ -100,7 +101,7 @@ function throttle(ms: number): () => boolean {
 export async function openCheckpointBackend(config: Config, hooks: BackendHooks): Promise<CheckpointBackend> {
   if (config.MEMORY_BACKEND === "memory") {
     const threads = new MemoryThreadIndex();
-    const saver = new MemorySaver(new ReadableSerde());
+    const saver = new ChangedChannelsMemorySaver(new ReadableSerde());
     const rows = new MemoryMessageRows();
     return {
       kind: "memory",

@@ -25,6 +25,11 @@ import type { SqliteThreadIndex } from "./thread-index-sql.ts";
  * It writes the library's tables with its own statements, so it relies on the library's schema and
  * conflict rules: the sqliteSaverWrites shortcut (src/config/library-shortcuts.ts), taken only at
  * the version of @langchain/langgraph-checkpoint-sqlite it was written for (see sqliteFileSavers).
+ *
+ * Like the library, it stores every channel's value with every checkpoint, not only the channels
+ * `newVersions` names as changed: the library's SqliteSaver must go on reading what it writes (with
+ * the shortcut off, in an older agenthost, in the maintenance export). docs/architecture.md, "Only
+ * the changed channel values", says what storing only those would take.
  */
 export class SqliteFileSaver extends SqliteSaver implements CheckpointWriter {
   private readonly insertCheckpoint: Database.Statement;

@@ -215,7 +215,9 @@ export class RebuildingThreadRewinder implements ThreadRewinder {
         { configurable: { thread_id: threadId, checkpoint_ns: namespace, ...(parent ? { checkpoint_id: parent } : {}) } },
         tuple.checkpoint,
         tuple.metadata!,
-        {},
+        // Every channel's value is put back: a saver that stores only the channels a put names as
+        // changed (the memory backend's) would otherwise keep none of them.
+        tuple.checkpoint.channel_versions,
       );
       let writes = tuple.pendingWrites ?? [];
       if (namespace === "" && tuple.checkpoint.id === base) {

@@ -1,7 +1,8 @@
 // Entry of bin/maintenance: parse the flags, run, print the JSON report; any refusal is one line on
-// stderr and a non-zero exit status. The only environment variable read is the one --serverdb-env names.
+// stderr and a non-zero exit status. The only environment variables read are the ones --serverdb-env
+// (and a transfer's --to-serverdb-env / --from-serverdb-env) name.
 import { environmentVariable } from "../config/environment.ts";
-import { parseArgs } from "./args.ts";
+import { parseArgs, type MaintenanceOptions } from "./args.ts";
 import { HELP_TEXT } from "./help.ts";
 import { MaintenanceRefusal, oneLine } from "./refusal.ts";
 import { runMaintenance } from "./run.ts";
@@ -25,20 +26,30 @@ function secretsOf(url: string | undefined): string[] {
   return secrets;
 }
 
+/** The variables that hold connection strings this run uses: the service's, and a transfer's other database's. */
+function connectionVariables(args: MaintenanceOptions): string[] {
+  const names: string[] = [];
+  if (args.target.backend === "serverdb") names.push(args.target.envName);
+  const { operation } = args;
+  const other = operation.kind === "export" ? operation.to : operation.kind === "import" ? operation.from : undefined;
+  if (other?.kind === "postgres") names.push(other.envName);
+  return names;
+}
+
 async function main(argv: readonly string[]): Promise<number> {
-  let envName: string | undefined;
+  let envNames: string[] = [];
   try {
     const args = parseArgs(argv);
     if (args.help) {
       process.stdout.write(HELP_TEXT);
       return 0;
     }
-    if (args.target.backend === "serverdb") envName = args.target.envName;
+    envNames = connectionVariables(args);
     const report = await runMaintenance(args, { readVariable: environmentVariable });
     console.log(JSON.stringify(report, null, 2));
     return 0;
   } catch (error) {
-    const secrets = secretsOf(envName === undefined ? undefined : environmentVariable(envName));
+    const secrets = envNames.flatMap((name) => secretsOf(environmentVariable(name)));
     if (error instanceof MaintenanceRefusal) {
       console.error(`maintenance: ${redact(error.message, secrets)}`);
       return error.exitCode;

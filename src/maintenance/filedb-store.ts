@@ -10,6 +10,14 @@ import { createSqliteThreadTable } from "../checkpoints/thread-index-sql.ts";
 /** The SqliteSaver's tables (@langchain/langgraph-checkpoint-sqlite): `writes` is missing in older files. */
 export const FILEDB_LAYOUT: TableLayout = { checkpoints: "checkpoints", required: ["checkpoints"], optional: ["writes", MESSAGE_TABLE, ...LEGACY_INDEX_TABLES, THREAD_TABLE, IDEMPOTENCY_TABLE] };
 
+/** A row of the conversation list, as threadOwners reads it. */
+interface OwnerRow {
+  thread_id: string;
+  user_id: string;
+  agent_id: string;
+  public_thread_id: string;
+}
+
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 /**
@@ -104,6 +112,11 @@ export function openFiledbStore(path: string, options: { readonly: boolean; busy
          VALUES (?, ?, ?, ?, NULL, NULL, ?, ?)
          ON CONFLICT (thread_id) DO UPDATE SET user_id = excluded.user_id, agent_id = excluded.agent_id, public_thread_id = excluded.public_thread_id`,
       ).run(threadId, owner.userId, owner.agentId, owner.threadId, createdAt, updatedAt);
+    },
+
+    async threadOwners() {
+      const rows = db.prepare(`SELECT thread_id, user_id, agent_id, public_thread_id FROM ${THREAD_TABLE}`).all() as OwnerRow[];
+      return new Map(rows.map((r) => [r.thread_id, { userId: r.user_id, agentId: r.agent_id, threadId: r.public_thread_id }]));
     },
 
     async renameThread(table, from, to) {

@@ -17,3 +17,10 @@ export class MaintenanceRefusal extends Error {
 export function oneLine(text: string): string {
   return text.replace(/\s+/g, " ").trim();
 }
+
+/** Any failure as a refusal: a refusal as it is, anything else as `prefix: <its message>`. */
+export function asRefusal(error: unknown, prefix: string): MaintenanceRefusal {
+  if (error instanceof MaintenanceRefusal) return error;
+  const reason = error instanceof Error ? error.message : String(error);
+  return new MaintenanceRefusal(`${prefix}: ${reason}`);
+}

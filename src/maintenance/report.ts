@@ -1,3 +1,5 @@
+import type { ExportReport, ImportReport } from "./transfer-report.ts";
+
 /**
  * The JSON report on stdout. It names threads and counts rows; it never holds checkpoint content,
  * connection strings or credentials.
@@ -47,7 +49,7 @@ export interface RetentionReport extends ReportBase {
   }>;
 }
 
-export type MaintenanceReport = MigrationReport | RetentionReport;
+export type MaintenanceReport = MigrationReport | RetentionReport | ExportReport | ImportReport;
 
 /** Add per-thread counts into a per-table total, keeping every table present (zero included). */
 export function sumRows(tables: readonly string[], perThread: Iterable<RowCounts>): RowCounts {

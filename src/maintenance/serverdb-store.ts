@@ -116,6 +116,13 @@ export async function openServerdbStore(
       );
     },
 
+    async threadOwners() {
+      const found = await rows<{ thread_id: string; user_id: string; agent_id: string; public_thread_id: string }>(
+        `SELECT thread_id, user_id, agent_id, public_thread_id FROM ${table(THREAD_TABLE)}`,
+      );
+      return new Map(found.map((r) => [r.thread_id, { userId: r.user_id, agentId: r.agent_id, threadId: r.public_thread_id }]));
+    },
+
     async renameThread(name, from, to) {
       return (await client.query(`UPDATE ${table(name)} SET thread_id = $1 WHERE thread_id = $2`, [to, from])).rowCount ?? 0;
     },

@@ -1,8 +1,8 @@
 import type { ThreadOwner } from "../checkpoints/thread-index.ts";
 
 /**
- * What migration and retention need from a checkpoint database, so the rules are written once and
- * each backend (filedb-store.ts, serverdb-store.ts) only holds its SQL.
+ * What migration, retention, export and import need from a checkpoint database, so the rules are
+ * written once and each backend (filedb-store.ts, serverdb-store.ts) only holds its SQL.
  */
 
 /** The saver's tables: the checkpoint table, the other required tables, and tables older schemas may lack. */
@@ -52,6 +52,8 @@ export interface CheckpointStore {
    * owner's key) keeps its summary and times and gets its new owner.
    */
   listThread(threadId: string, owner: ThreadOwner, createdAt: number, updatedAt: number): Promise<void>;
+  /** The owner of every conversation in the service's conversation list, by storage key. Only when that table exists. */
+  threadOwners(): Promise<Map<string, ThreadOwner>>;
   /** Delete every row of the given threads in `table`; returns the rows deleted. */
   deleteThreads(table: string, threadIds: readonly string[]): Promise<number>;
   close(): Promise<void>;

@@ -34,7 +34,8 @@ export async function inMaintenanceTransaction<T>(
   }
 }
 
-async function checkTables(store: CheckpointStore): Promise<PresentTables> {
+/** The checkpoint tables this database has; refused (as a MaintenanceRefusal) when a required one is missing. */
+export async function checkTables(store: CheckpointStore): Promise<PresentTables> {
   const { required, optional } = store.layout;
   const found = await store.existingTables([...required, ...optional]);
   const missing = required.filter((t) => !found.has(t));
