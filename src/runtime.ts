@@ -1,5 +1,7 @@
 import cluster from "node:cluster";
 import { AdmissionLimiter } from "./admission/limiter.ts";
+import { FairShare, type FairShareReporting } from "./admission/fair-share.ts";
+import { FairShareLimits } from "./admission/fair-share-limits.ts";
 import type { ConversationLock } from "./coordination/locks/conversation-lock.ts";
 import { countLockOutcomes } from "./coordination/locks/lock-metrics.ts";
 import { traceLockWaits } from "./coordination/locks/lock-tracing.ts";
@@ -112,9 +114,11 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
       throw new McpToolsError(strangers.map((agent) => `MCP_AGENT_SERVERS names "${agent}", which is not a registered agent`));
     }
     const feedback = createFeedbackDelivery(config, observability, logger, { consume: overrides.consumeFeedbackQueue ?? true });
+    const fairShareLimits = new FairShareLimits(config);
     const coordination = openCoordination(config, logger, {
       lock: overrides.locks,
       lockDecorators: [countLockOutcomes(metrics), ...(tracing ? [traceLockWaits(tracing)] : [])],
+      fairShare: fairShareLimits.on,
     });
     cleanup.push(() => coordination.close());
     const { locks, activeRuns, canceller, streamLogs } = coordination;
@@ -150,6 +154,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
         config.REQUEST_QUEUE_TIMEOUT * 1000,
       ),
       controlAdmission: new AdmissionLimiter(CONTROL_SLOTS, 0, 0),
+      fairShare: new FairShare(fairShareLimits, coordination.fairShare, fairShareReporting(metrics, logger)),
       locks,
       checkpoints,
       conversations,
@@ -202,6 +207,23 @@ function authReporting(metrics: ServiceMetrics, logger: Logger): AuthReporting {
       if (now - lastKeysLog < 10_000) return;
       lastKeysLog = now;
       logger.warn({ why }, "the identity provider's keys could not be read; tokens signed by keys already read are still verified");
+    },
+  };
+}
+
+/** Fair-share refusals counted by limit and logged with the user (never a token); unreachable counters logged at most every 10 s. */
+function fairShareReporting(metrics: ServiceMetrics, logger: Logger): FairShareReporting {
+  let lastOutageLog = -Infinity;
+  return {
+    refused(limit, user, retryAfterSeconds) {
+      metrics.fairShareRefusals.inc({ limit });
+      logger.info({ limit, user_id: user, retry_after: retryAfterSeconds }, "fair share refused");
+    },
+    unavailable(error) {
+      const now = performance.now();
+      if (now - lastOutageLog < 10_000) return;
+      lastOutageLog = now;
+      logger.warn({ err_type: (error as Error | undefined)?.name }, "the fair-share counters could not be reached; requests go ahead unlimited meanwhile");
     },
   };
 }

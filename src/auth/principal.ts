@@ -71,7 +71,10 @@ export function createAuthenticator(config: Config, reporting: AuthReporting = S
 
   const refuse = (reason: TokenRefusalReason | "missing"): never => {
     reporting.refused(reason);
-    throw new ServiceError("unauthenticated", reason === "missing" ? {} : { detail: `The bearer token was refused (${reason.replaceAll("_", " ")}).`, challenge: 'Bearer error="invalid_token"' });
+    // A missing or unknown token is answered as the original service answered it (compat-0.10.md);
+    // a JWT refused for a reason says which (RFC 6750).
+    if (reason === "missing" || reason === "unknown_token") throw new ServiceError("unauthenticated");
+    throw new ServiceError("unauthenticated", { detail: `The bearer token was refused (${reason.replaceAll("_", " ")}).`, challenge: 'Bearer error="invalid_token"' });
   };
 
   const verified = async (token: string): Promise<Principal> => {

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { FairShare } from "../admission/fair-share.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { PlatformRecords, PlatformRun, RunStatus } from "../checkpoints/platform-records.ts";
 import type { Config } from "../config/schema.ts";
@@ -33,6 +34,8 @@ export interface BackgroundRunsDependencies {
   readonly tracing: Tracing | undefined;
   /** The error events a failed run's record ends with, as a Platform stream writes them. */
   readonly failureEvents: (thrown: unknown, logger: Logger) => unknown[];
+  /** Each user's fair share: a run's request and day of tokens checked as it is accepted, a run slot as it executes. */
+  readonly fairShare?: FairShare;
 }
 
 /** What the queue keeps of who asked for a run: it executes as them, wherever it is claimed. */
@@ -69,6 +72,11 @@ const FINAL: ReadonlySet<RunStatus> = new Set(["success", "error", "timeout", "i
  * never run again, the step that was running when the worker died runs again. A run claimed more than
  * BACKGROUND_RUN_MAX_ATTEMPTS times ends `error`. A draining worker stops claiming, and hands back
  * the runs still executing when its grace ends; they continue elsewhere.
+ *
+ * Under a user's fair share, a run is refused (429) as it is accepted when its request is one too
+ * many this minute or the user's tokens of the day are spent; it takes one of the user's run slots
+ * only while it executes, and one claimed while the user is at the run limit goes back to the queue
+ * like a run whose thread is busy.
  */
 export class BackgroundRuns implements BackgroundWork {
   /** Completion webhooks of the runs this worker ends (signed, retried; lost if the worker dies). */
@@ -91,7 +99,9 @@ export class BackgroundRuns implements BackgroundWork {
   async create(caller: PlatformCaller, threadId: string | undefined, body: RunCreateRequest, logger: Logger, control: AbortController): Promise<WireRun> {
     refuseUnserved(body, true);
     if (body.webhook) checkWebhookUrl(body.webhook, this.deps.config);
-    const { records, queue, runs } = this.deps;
+    const { records, queue, runs, fairShare } = this.deps;
+    // Before anything is stored or stopped: a trusted caller's request counted, the user's day of tokens checked.
+    if (fairShare?.on) await fairShare.accept({ user: this.deps.threads.userOf(caller), countsRequest: caller.principal.boundUserId === undefined });
     const { conversation, stateless } = await runs.placed(caller, threadId, body);
     const { userId, threadId: thread } = conversation;
     const strategy = body.multitask_strategy ?? "reject";
@@ -242,8 +252,12 @@ export class BackgroundRuns implements BackgroundWork {
       });
       events = await handle.events();
     } catch (error) {
-      // A run of the other API holds the conversation: wait for it, without counting an attempt.
-      if (error instanceof ServiceError && error.kind === "conversation_busy") return "busy";
+      // A run of the other API holds the conversation, or its user has as many runs as their fair
+      // share allows: wait in the queue, without counting an attempt.
+      if (error instanceof ServiceError && (error.kind === "conversation_busy" || error.kind === "user_run_limit")) {
+        if (error.kind === "user_run_limit") log.debug({ user_id: userId }, "background run waits for a run slot of its user");
+        return "busy";
+      }
       if (error instanceof RunTakenOver) return "done";
       log.warn({ error_code: error instanceof ServiceError ? error.kind : "error" }, "background run refused");
       await ended("error", this.errorOf(error, log));

@@ -8,6 +8,7 @@ import { createLogger, logFatalErrors, type Logger } from "../observability/logg
 import { PrimaryMetrics, renderClusterMetrics, type MetricsJson } from "../observability/metrics.ts";
 import { checkTypeScriptAgents, TypeScriptAgentRefusal } from "../agents/typescript-loader.ts";
 import { PrimaryBrokers } from "../coordination/brokers.ts";
+import { FairShareLimits } from "../admission/fair-share-limits.ts";
 import { MetricsLedger } from "./metrics-ledger.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import { checkDatabase, checkRedis } from "./dependency-checks.ts";
@@ -130,6 +131,7 @@ class Supervisor {
         port: config.PORT,
         metrics_port: metricsPort,
         locks: config.REDIS_URL ? "redis" : "primary",
+        fair_share: new FairShareLimits(config).on ? (config.REDIS_URL ? "redis" : "primary") : "off",
       },
       "primary starting",
     );
@@ -208,6 +210,9 @@ class Supervisor {
       case "events.end":
       case "events.read":
       case "events.stop":
+      case "fair.admit":
+      case "fair.release":
+      case "fair.charge":
         break; // answered by the brokers above
     }
   }

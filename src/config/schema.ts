@@ -138,6 +138,16 @@ export const mcpServerSchema = z.union([
 ]);
 export type McpServerConfig = z.infer<typeof mcpServerSchema>;
 
+/**
+ * One user's entry in FAIR_SHARE_OVERRIDES: each limit it names replaces the default for that user, a
+ * number its value and null none at all (unlimited); a limit it leaves out keeps the default.
+ */
+const fairShareOverride = z.strictObject({
+  max_runs: z.number().int().min(1).max(100_000).nullable().optional(),
+  requests_per_minute: z.number().int().min(1).max(1_000_000).nullable().optional(),
+  daily_tokens: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).nullable().optional(),
+});
+
 export const configShape = {
   // Process and HTTP
   PORT: int(8080, 0, 65535),
@@ -288,6 +298,13 @@ export const configShape = {
   FEEDBACK_MAX_ATTEMPTS: int(12, 1, 100),
   FEEDBACK_RETRY_DELAY: seconds(2, 0.01),
   REDIS_LOCK_LEASE: seconds(10, 1),
+
+  // Fair share: per-user limits across every worker and host (src/admission/fair-share.ts); each
+  // unset is off, and FAIR_SHARE_OVERRIDES sets them per user ({"<user>": {"max_runs": 2, ...}}).
+  FAIR_SHARE_MAX_RUNS: optionalInt(1, 100_000),
+  FAIR_SHARE_REQUESTS_PER_MINUTE: optionalInt(1, 1_000_000),
+  FAIR_SHARE_DAILY_TOKENS: optionalInt(1),
+  FAIR_SHARE_OVERRIDES: json(z.record(nonEmpty, fairShareOverride), {}),
 
   // Background runs (POST /threads/{thread_id}/runs, POST /runs)
   BACKGROUND_RUNS_PER_WORKER: int(4, 0, 10_000),

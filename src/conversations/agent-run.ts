@@ -1,3 +1,4 @@
+import type { RunTicket } from "../admission/fair-share.ts";
 import type { ChatMessage, StreamEvent } from "../contract/messages.ts";
 import type { ServiceError } from "../errors/service-error.ts";
 import type { Logger } from "../observability/logger.ts";
@@ -27,6 +28,13 @@ export interface RunEvents<E = StreamEvent> extends RunStream<E> {
   end(outcome: string): void;
 }
 
+/**
+ * How a run is admitted under its user's fair share (src/admission/fair-share.ts) as it starts,
+ * before its conversation lock: a refusal is thrown, else the ticket the run gives back as it ends
+ * (undefined: no limit applies to the user).
+ */
+export type RunAdmission = () => Promise<RunTicket | undefined>;
+
 /** How loudly a run that did not end with its answer is logged: a client that left is no failure of ours. */
 function levelOf(error: ServiceError): "info" | "warn" | "error" {
   if (error.kind === "client_disconnected") return "info";
@@ -41,9 +49,10 @@ function levelOf(error: ServiceError): "info" | "warn" | "error" {
  * (agenthost_runs_total, agenthost_run_duration_seconds), ends its span and logs a failure; a second
  * end is ignored, so every path may report what it saw and the first word stands.
  *
- * A run refused before it started (a busy conversation, a full one, nothing pending to resume) is no
- * run: the refusal is thrown as a ServiceError, its span ends with the refusal's code, and nothing is
- * counted.
+ * A run refused before it started (its user's fair share, a busy conversation, a full one, nothing
+ * pending to resume) is no run: the refusal is thrown as a ServiceError, its span ends with the
+ * refusal's code, and nothing is counted. A run admitted under its user's fair share holds its ticket
+ * from before its lock until it lets the conversation go, and reports the tokens it used through it.
  */
 export class AgentRun {
   /** The graph began executing: it may have stored steps (an Idempotency-Key then keeps whatever it answers). */
@@ -60,6 +69,8 @@ export class AgentRun {
     readonly control: AbortController,
     private readonly underLock: UnderLock | undefined,
     private readonly logger: Logger,
+    /** Its user's fair share; undefined when fair share is off. */
+    private readonly admission?: RunAdmission,
   ) {}
 
   get id(): string {
@@ -79,7 +90,10 @@ export class AgentRun {
   async answer(): Promise<ChatMessage> {
     let message: ChatMessage;
     try {
-      message = await this.started(() => this.turns.invoke(this.conversation, this.prepared, this.control, this.underLock));
+      const { admission } = this;
+      message = await this.started(() =>
+        admission ? this.invokedAdmitted(admission) : this.turns.invoke(this.conversation, this.prepared, this.control, this.underLock),
+      );
     } catch (thrown) {
       throw this.failed(thrown);
     }
@@ -109,13 +123,19 @@ export class AgentRun {
    */
   async streamed<E>(executor: RunExecutor<E>, observe?: (event: E) => void): Promise<RunEvents<E>> {
     let stream: RunStream<E>;
+    let ticket: RunTicket | undefined;
     try {
-      stream = await this.started(() => this.turns.stream(this.conversation, this.prepared, this.control, executor, this.underLock));
+      const { admission } = this;
+      stream = await this.started(() =>
+        admission
+          ? this.streamedAdmitted(admission, executor, (admitted) => (ticket = admitted))
+          : this.turns.stream(this.conversation, this.prepared, this.control, executor, this.underLock),
+      );
     } catch (thrown) {
       throw this.failed(thrown);
     }
     this.executed = true;
-    const events = this.observed(stream.events, observe);
+    const events = this.observed(stream, observe, ticket);
     return new ObservedStream(this, stream, this.trace ? this.trace.bindEvents(events) : events);
   }
 
@@ -125,6 +145,34 @@ export class AgentRun {
     this.outcome = outcome;
     this.reporting.metrics.countRun(this.agentName, outcome, this.prepared.preparedAt);
     this.trace?.end(outcome);
+  }
+
+  /** Invoke under the user's fair share: admitted first, the ticket given back once the conversation is free, before the answer is handed over. */
+  private async invokedAdmitted(admission: RunAdmission): Promise<ChatMessage> {
+    const ticket = await admission();
+    try {
+      return await this.turns.invoke(this.conversation, this.metered(ticket), this.control, this.underLock);
+    } finally {
+      if (ticket) await ticket.release();
+    }
+  }
+
+  /** Stream under the user's fair share: admitted first; the ticket is kept until the events end (`observed`), or given back if the run is refused. */
+  private async streamedAdmitted<E>(admission: RunAdmission, executor: RunExecutor<E>, keep: (ticket: RunTicket | undefined) => void): Promise<RunStream<E>> {
+    const ticket = await admission();
+    keep(ticket);
+    try {
+      return await this.turns.stream(this.conversation, this.metered(ticket), this.control, executor, this.underLock);
+    } catch (error) {
+      if (ticket) await ticket.release();
+      throw error;
+    }
+  }
+
+  /** The run as its turn executes it: reporting its tokens to the ticket when the user's tokens are counted. */
+  private metered(ticket: RunTicket | undefined): AgentRun["prepared"] {
+    if (!ticket?.countsTokens) return this.prepared;
+    return { ...this.prepared, usage: (tokens) => ticket.charge(tokens) };
   }
 
   /** Start the run's span (tracing on) and run `work` under it. */
@@ -159,15 +207,27 @@ export class AgentRun {
     this.end(outcome);
   }
 
-  private async *observed<E>(events: AsyncGenerator<E, void, undefined>, observe: ((event: E) => void) | undefined): AsyncGenerator<E, void, undefined> {
+  /**
+   * The turn's events, observed. A fair-share ticket is given back as the run lets its conversation
+   * go: once the turn reports the run finished (it frees the conversation before it hands over the
+   * last event), or however the events end.
+   */
+  private async *observed<E>(
+    stream: RunStream<E>,
+    observe: ((event: E) => void) | undefined,
+    ticket: RunTicket | undefined,
+  ): AsyncGenerator<E, void, undefined> {
     try {
-      for await (const event of events) {
+      for await (const event of stream.events) {
+        if (ticket !== undefined && stream.finished) await ticket.release();
         observe?.(event);
         yield event;
       }
     } catch (thrown) {
       if (thrown instanceof RunFailure) this.report(thrown);
       throw thrown;
+    } finally {
+      if (ticket) await ticket.release();
     }
     this.end("ok");
   }

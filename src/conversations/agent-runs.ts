@@ -1,3 +1,4 @@
+import type { FairShare } from "../admission/fair-share.ts";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Config } from "../config/schema.ts";
@@ -6,7 +7,7 @@ import type { ModelCatalog } from "../models/catalog.ts";
 import type { Logger } from "../observability/logger.ts";
 import { aimResume, prepareResume, resumeFromInput } from "../runs/interrupts.ts";
 import { prepareRun } from "../runs/prepare.ts";
-import { AgentRun, type RunReporting } from "./agent-run.ts";
+import { AgentRun, type RunAdmission, type RunReporting } from "./agent-run.ts";
 import type { Conversation, ConversationService } from "./conversation-service.ts";
 import type { Turns, UnderLock } from "./turns.ts";
 
@@ -16,6 +17,8 @@ export interface AgentRunsDependencies {
   readonly conversations: ConversationService;
   readonly turns: Turns;
   readonly reporting: RunReporting;
+  /** Each user's fair share; absent (or off), runs are not admitted by it. */
+  readonly fairShare?: FairShare;
 }
 
 /** Who asks for a run and how it is stopped: the caller, its logger and the run's one controller. */
@@ -59,6 +62,18 @@ export class AgentRuns {
   }
 
   private made(asker: RunAsker, conversation: Conversation, prepared: AgentRun["prepared"], underLock: UnderLock | undefined): AgentRun {
-    return new AgentRun(this.deps.turns, this.deps.reporting, conversation, prepared, asker.control, underLock, asker.logger);
+    return new AgentRun(this.deps.turns, this.deps.reporting, conversation, prepared, asker.control, underLock, asker.logger, this.admission(asker, conversation));
+  }
+
+  /**
+   * The run's fair share, for the conversation's user. A trusted caller (its token names no user)
+   * has the run counted as the user's request here; a caller whose token gives its user was counted
+   * as the request arrived (src/http/middleware/fair-share.ts).
+   */
+  private admission(asker: RunAsker, conversation: Conversation): RunAdmission | undefined {
+    const { fairShare } = this.deps;
+    if (!fairShare?.on) return undefined;
+    const share = { user: conversation.userId, countsRequest: asker.principal.boundUserId === undefined };
+    return () => fairShare.run(share);
   }
 }

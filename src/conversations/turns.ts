@@ -98,7 +98,9 @@ export class Turns {
     // A conversation the request created has nothing stored yet: no read can tell more.
     const head = conversation.created ? EMPTY_HEAD : await this.deps.store.headForRun(run.storageKey);
     ensureRoomForRun(head, this.deps.maxMessages);
-    return underLock ? underLock(run, head) : run;
+    // A run whose tokens are counted counts the messages it adds after these.
+    const started = run.usage ? { ...run, messagesBefore: head.messageCount } : run;
+    return underLock ? underLock(started, head) : started;
   }
 
   /** Run to the end and return the final message. */

@@ -17,6 +17,10 @@ import { PrimaryEventLog } from "./run-events/primary-event-log.ts";
 import { RedisEventLog } from "./run-events/redis-event-log.ts";
 import { StreamLogs } from "./run-events/stream-logs.ts";
 import { closeScope, coordinationScope, type CoordinationScope } from "./scope.ts";
+import type { FairShareCounters } from "./fair-share/counters.ts";
+import { MemoryFairShareCounters } from "./fair-share/memory-counters.ts";
+import { PrimaryFairShareCounters } from "./fair-share/primary-counters.ts";
+import { RedisFairShareCounters } from "./fair-share/redis-counters.ts";
 
 /**
  * Everything a worker coordinates with the other workers and hosts, each in the form its scope
@@ -31,7 +35,9 @@ export interface Coordination {
   readonly activeRuns: ActiveRuns;
   readonly canceller: RunCanceller;
   readonly streamLogs: StreamLogs;
-  /** Close the three, then the scope's connections. */
+  /** The users' fair-share counters; undefined when no fair-share limit is configured. */
+  readonly fairShare: FairShareCounters | undefined;
+  /** Close the three (and the fair-share counters), then the scope's connections. */
   close(): Promise<void>;
 }
 
@@ -40,6 +46,8 @@ export interface CoordinationOptions {
   readonly lockDecorators?: readonly LockDecorator[];
   /** Another lock in place of the scope's (tests). */
   readonly lock?: (config: Config, scope: CoordinationScope) => ConversationLock;
+  /** Open the fair-share counters (some FAIR_SHARE_* limit is set). */
+  readonly fairShare?: boolean;
 }
 
 export function openCoordination(config: Config, logger: Logger, options: CoordinationOptions = {}): Coordination {
@@ -66,16 +74,19 @@ export function openCoordination(config: Config, logger: Logger, options: Coordi
   const streamLogs = new StreamLogs(events, report);
   const lock = options.lock?.(config, scope) ?? conversationLock(config, scope);
   const locks = decorateLock(lock, ...(options.lockDecorators ?? []));
+  const fairShare = options.fairShare ? fairShareCounters(config, scope) : undefined;
   return {
     scope,
     locks,
     activeRuns,
     canceller,
     streamLogs,
+    fairShare,
     async close() {
       await locks.close();
       await canceller.close();
       await streamLogs.close();
+      await fairShare?.close();
       closeScope(scope);
     },
   };
@@ -102,6 +113,18 @@ export function conversationLock(config: Config, scope: CoordinationScope): Conv
       return new PrimaryConversationLock(scope.channel, policy);
     case "process":
       return new MemoryConversationLock(policy);
+  }
+}
+
+/** The scope's fair-share counters; a slot's Redis lease lasts as long as a conversation lock's (REDIS_LOCK_LEASE). */
+export function fairShareCounters(config: Config, scope: CoordinationScope): FairShareCounters {
+  switch (scope.kind) {
+    case "redis":
+      return new RedisFairShareCounters({ link: scope.link, keyPrefix: scope.keyPrefix, leaseMs: Math.round(config.REDIS_LOCK_LEASE * 1000) });
+    case "primary":
+      return new PrimaryFairShareCounters(scope.channel);
+    case "process":
+      return new MemoryFairShareCounters();
   }
 }
 

@@ -1,5 +1,6 @@
 import type { WaitOutcome } from "../admission/wait-queue.ts";
 import type { MetricsJson } from "../observability/metrics.ts";
+import type { FairShareAsk, FairShareVerdict } from "./fair-share/counters.ts";
 import type { LogEntry, RecordedEvent } from "./run-events/event-log.ts";
 
 /**
@@ -30,7 +31,11 @@ export type ToWorker =
   /** One entry of a resumable run's events, for the read `id`. */
   | { ah: "events.entry"; id: number; entry: LogEntry }
   /** The read `id` ends without an end entry (the run's events expired while it read). */
-  | { ah: "events.closed"; id: number };
+  | { ah: "events.closed"; id: number }
+  /** The answer to fair.admit. */
+  | { ah: "fair.verdict"; id: number; verdict: FairShareVerdict }
+  /** The run slot of fair.release `id` is free in the primary's table (or the tokens of fair.charge `id` counted). */
+  | { ah: "fair.released"; id: number };
 
 /** Worker → primary. */
 export type ToPrimary =
@@ -55,7 +60,12 @@ export type ToPrimary =
   | { ah: "events.read"; id: number; runId: string; key: string; after: number }
   | { ah: "events.stop"; id: number }
   /** A Redis conversation lease this worker took or gave up (REDIS_URL): the primary releases a dead worker's. */
-  | { ah: "lease"; kind: "held" | "dropped"; key: string; token: string };
+  | { ah: "lease"; kind: "held" | "dropped"; key: string; token: string }
+  /** Count and check a user's fair share in the primary's table (coordination/fair-share); a run slot taken is this worker's until released. */
+  | { ah: "fair.admit"; id: number; ask: FairShareAsk }
+  | { ah: "fair.release"; id: number; user: string; slot: string }
+  /** Add a run's model tokens to its user's count of the day (answered fair.released once counted). */
+  | { ah: "fair.charge"; id: number; user: string; tokens: number };
 
 export function isMessage<T extends { ah: string }>(value: unknown): value is T {
   return typeof value === "object" && value !== null && typeof (value as { ah?: unknown }).ah === "string";

@@ -15,6 +15,7 @@ import { authenticate } from "./middleware/authenticate.ts";
 import { AgentAccess } from "../auth/agent-access.ts";
 import { bodyDeadline } from "./middleware/body-deadline.ts";
 import { cors } from "./middleware/cors.ts";
+import { fairShareRequests } from "./middleware/fair-share.ts";
 import { errorHandler, notFound } from "./middleware/errors.ts";
 import { refuseOtherMethods } from "./middleware/method-not-allowed.ts";
 import { requestContext } from "./middleware/request-context.ts";
@@ -64,7 +65,8 @@ function routeServices(runtime: Runtime): RouteServices {
   const records = runtime.checkpoints.platform;
   const assistants = new Assistants(runtime.registry, access);
   const platformThreads = new PlatformThreads({ records, conversations, store, assistants, registry: runtime.registry });
-  const platformRuns = new PlatformRuns({ config, threads: platformThreads, records, assistants, turns, reporting, canceller: runtime.canceller });
+  const fairShare = runtime.fairShare;
+  const platformRuns = new PlatformRuns({ config, threads: platformThreads, records, assistants, turns, reporting, canceller: runtime.canceller, fairShare });
   const background = new BackgroundRuns({
     config,
     threads: platformThreads,
@@ -77,13 +79,14 @@ function routeServices(runtime: Runtime): RouteServices {
     metrics: runtime.metrics,
     tracing: runtime.tracing,
     failureEvents: (thrown, logger) => failureEvents(thrown, logger, config.ENV_MODE === "development", PLATFORM_SSE).events,
+    fairShare,
   });
   runtime.background.attach(background);
   return {
     runtime,
     access,
     conversations,
-    runs: new AgentRuns({ config, models: runtime.models, conversations, turns, reporting }),
+    runs: new AgentRuns({ config, models: runtime.models, conversations, turns, reporting, fairShare }),
     platform: {
       assistants,
       records,
@@ -115,7 +118,8 @@ function answerThread(conversations: ConversationService): ConstructorParameters
 /**
  * The Express application, without listening. Order matters: CORS preflights (CORS_ALLOW_ORIGINS)
  * are answered first; every request's body is bounded in time; probes and the reference are public;
- * everything after `authenticate` needs a bearer token; admission takes a worker slot before any body
+ * everything after `authenticate` needs a bearer token; a user's fair share counts the request
+ * (FAIR_SHARE_REQUESTS_PER_MINUTE, when set) before anything else; admission takes a worker slot before any body
  * is read, so a worker holds at most REQUEST_MAX_CONCURRENT bodies of up to REQUEST_MAX_BYTES. A
  * control request (POST /cancel) is the exception: its small body (CONTROL_MAX_BYTES) is read first,
  * and only then does it take a slot of its own small reserve, so clients that send half a cancel and
@@ -169,6 +173,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): Express {
   app.use(refuseOtherMethods(docsRoutes()));
   app.use(authenticate(runtime));
   const isControl = requestMatcher(Object.values<Operation>(operations).filter((operation) => operation.control));
+  if (runtime.fairShare.countsRequests) app.use(fairShareRequests(runtime, isControl));
   app.use(express.json({ limit: CONTROL_MAX_BYTES, type: (req) => readsBody(req) && isControl(req as Request), strict: true }));
   app.use(admission(runtime, isControl));
   // Bodies are JSON whatever the Content-Type says, so `curl -d` works without a header.

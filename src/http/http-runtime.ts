@@ -1,4 +1,5 @@
 import type { AdmissionLimiter } from "../admission/limiter.ts";
+import type { FairShare } from "../admission/fair-share.ts";
 import type { AgentRegistry } from "../agents/registry.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { CheckpointBackend } from "../checkpoints/backend.ts";
@@ -31,6 +32,8 @@ export interface Runtime {
    * a stop button must get through when the runs it would stop fill the worker.
    */
   readonly controlAdmission: AdmissionLimiter;
+  /** Each user's fair share across the workers and hosts (FAIR_SHARE_*): runs at once, requests per minute, daily tokens. */
+  readonly fairShare: FairShare;
   readonly locks: ConversationLock;
   /** Readiness asks whether the database answers and has a free connection. */
   readonly checkpoints: Pick<CheckpointBackend, "ping" | "saturated" | "threads" | "idempotency" | "platform">;

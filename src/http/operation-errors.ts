@@ -11,8 +11,11 @@ export const STORAGE_ERRORS = ["conversation_unreadable", "database_unavailable"
 /** A conversation addressed for a user the token may not act for. */
 export const ADDRESS_ERRORS = ["forbidden_user"] as const satisfies readonly ErrorKind[];
 
+/** A user's fair share refusing a run (FAIR_SHARE_*): the request one too many, the day's tokens spent, every run slot taken. */
+export const FAIR_SHARE_ERRORS = ["user_rate_limit", "user_token_budget", "user_run_limit"] as const satisfies readonly ErrorKind[];
+
 /** What refuses a run before it starts (a stream reports anything later as an error event). */
-export const RUN_START_ERRORS = [...ADDRESS_ERRORS, ...LOCK_ERRORS, ...STORAGE_ERRORS, "conversation_too_long"] as const satisfies readonly ErrorKind[];
+export const RUN_START_ERRORS = [...ADDRESS_ERRORS, ...FAIR_SHARE_ERRORS, ...LOCK_ERRORS, ...STORAGE_ERRORS, "conversation_too_long"] as const satisfies readonly ErrorKind[];
 
 /** What ends a run once it started, beyond what refuses it: the model's and the run's own failures. */
 const RUN_FAILURES = [

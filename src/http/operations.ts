@@ -256,6 +256,8 @@ export type Operations = typeof operations;
 export function inheritedErrors(operation: Operation): ErrorKind[] {
   return [
     ...(operation.public ? [] : (["unauthenticated", "service_busy", "shutting_down", "request_timeout"] as const)),
+    // Every request but a control one counts against its token's user's requests per minute (FAIR_SHARE_REQUESTS_PER_MINUTE).
+    ...(operation.public || operation.control ? [] : (["user_rate_limit"] as const)),
     ...(operation.agentScoped ? (["unknown_agent"] as const) : []),
     ...(operation.body || operation.query ? (["validation_failed"] as const) : []),
     ...(operation.body ? (["payload_too_large"] as const) : []),

@@ -188,6 +188,12 @@ export class ServiceMetrics {
     labelNames: ["reason"] as const,
     registers: [this.registry],
   });
+  readonly fairShareRefusals = new Counter({
+    name: "agenthost_fair_share_refusals_total",
+    help: "Requests and runs refused 429 by a user's fair share, by limit: runs (FAIR_SHARE_MAX_RUNS), rate (FAIR_SHARE_REQUESTS_PER_MINUTE) or tokens (FAIR_SHARE_DAILY_TOKENS).",
+    labelNames: ["limit"] as const,
+    registers: [this.registry],
+  });
   readonly backgroundRuns = new Counter({
     name: "agenthost_background_runs_total",
     help: "Background runs that reached a final status, by status (success, error, timeout, interrupted).",
@@ -216,6 +222,7 @@ export class ServiceMetrics {
     for (const status of ["success", "error", "timeout", "interrupted"]) this.backgroundRuns.inc({ status }, 0);
     for (const reason of ["missing", "unknown_token", "agent_forbidden"]) this.authRefusals.inc({ reason }, 0);
     for (const reason of ["locked", "queued", "interrupted", "running", "updated"]) this.retentionSkipped.inc({ reason }, 0);
+    for (const limit of ["runs", "rate", "tokens"]) this.fairShareRefusals.inc({ limit }, 0);
   }
 
   /** Start the default process metrics; once per process (they hook the event loop and GC). */

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Command } from "@langchain/langgraph";
+import type { FairShare, RunTicket } from "../admission/fair-share.ts";
 import type { PlatformRecords, PlatformRun, RunBase, RunStatus, ThreadStatus } from "../checkpoints/platform-records.ts";
 import type { Config } from "../config/schema.ts";
 import { FORBIDDEN_AGENT_CONFIG_KEYS } from "../contract/requests.ts";
@@ -25,6 +26,13 @@ export interface PlatformRunsDependencies {
   readonly turns: Turns;
   readonly reporting: RunReporting;
   readonly canceller: RunCanceller;
+  /** Each user's fair share; absent (or off), runs are not admitted by it. */
+  readonly fairShare?: FairShare;
+}
+
+/** A run already admitted under its user's fair share (PlatformRuns.admit), and its ticket (undefined: no limit applies). */
+export interface Admitted {
+  readonly ticket: RunTicket | undefined;
 }
 
 /**
@@ -141,8 +149,34 @@ export class PlatformRuns {
   constructor(private readonly deps: PlatformRunsDependencies) {}
 
   /**
+   * The caller's fair share for a streamed or waited run about to be made: its request counted (a
+   * trusted caller's), the user's day of tokens checked and a run slot taken, or the refusal thrown.
+   * Asked before anything of the run happens (its thread made, the thread's other runs stopped), so
+   * a refused run leaves nothing behind. Undefined when fair share is off or sets no limit for the user.
+   */
+  async admit(caller: PlatformCaller): Promise<RunTicket | undefined> {
+    const { fairShare, threads } = this.deps;
+    if (!fairShare?.on) return undefined;
+    return fairShare.run({ user: threads.userOf(caller), countsRequest: caller.principal.boundUserId === undefined });
+  }
+
+  /**
+   * A background run's slot under its user's fair share as it is about to execute (its request and
+   * budget were counted when it was accepted). A user at the run limit has it refused with
+   * user_run_limit, which the background runs answer by leaving it queued.
+   */
+  private async backgroundSlot(caller: PlatformCaller): Promise<RunTicket | undefined> {
+    const { fairShare, threads } = this.deps;
+    if (!fairShare?.on) return undefined;
+    const slot = await fairShare.slot(threads.userOf(caller));
+    if (slot === "busy") throw new ServiceError("user_run_limit", { detail: "The user has as many runs in progress as its fair share allows; the run waits in its queue." });
+    return slot;
+  }
+
+  /**
    * Make a run of `body` on the caller's thread `threadId` (undefined: a stateless run, on a thread of
-   * its own that is deleted after it unless on_completion is "keep").
+   * its own that is deleted after it unless on_completion is "keep"). Its fair share is `admitted`
+   * (see admit), or taken here first; a run that cannot be made gives its ticket back.
    */
   async create(
     caller: PlatformCaller,
@@ -151,8 +185,29 @@ export class PlatformRuns {
     control: AbortController,
     logger: Logger,
     background?: BackgroundExecution,
+    admitted?: Admitted,
   ): Promise<PlatformRunHandle> {
     refuseUnserved(body, background !== undefined);
+    const { fairShare } = this.deps;
+    const ticket = admitted ? admitted.ticket : !fairShare?.on ? undefined : background ? await this.backgroundSlot(caller) : await this.admit(caller);
+    if (!ticket) return this.made(caller, threadId, body, control, logger, background, undefined);
+    try {
+      return await this.made(caller, threadId, body, control, logger, background, ticket);
+    } catch (error) {
+      await ticket?.release();
+      throw error;
+    }
+  }
+
+  private async made(
+    caller: PlatformCaller,
+    threadId: string | undefined,
+    body: RunCreateRequest,
+    control: AbortController,
+    logger: Logger,
+    background: BackgroundExecution | undefined,
+    ticket: RunTicket | undefined,
+  ): Promise<PlatformRunHandle> {
     const { config } = this.deps;
     // The strategy for runs already on the thread (interrupt, rollback) was applied before this.
     const { conversation, stateless } = await this.placed(caller, threadId, body);
@@ -188,7 +243,7 @@ export class PlatformRuns {
       base = { checkpointId: head.checkpointId ?? null, writes: head.pendingWrites.map(([task, channel]) => [task, channel] as const) };
       return run;
     };
-    const run = new AgentRun(this.deps.turns, this.deps.reporting, conversation, prepared, control, noteBase, logger);
+    const run = new AgentRun(this.deps.turns, this.deps.reporting, conversation, prepared, control, noteBase, logger, ticket && (async () => ticket));
     const record = this.recorder(conversation, prepared, body, outcome, background, () => base);
     const executor = platformChunks(modesOf(body), body.stream_subgraphs === true, outcome, background?.attempt);
     const recorded: RunExecutor<PlatformEvent> = { mayBeFinal: executor.mayBeFinal, execute: (p, signal) => record(executor.execute(p, signal), signal) };

@@ -4,7 +4,9 @@ import type { StreamMode as GraphStreamMode } from "@langchain/langgraph";
 import { startTogether } from "../admission/start-together.ts";
 import type { StreamMode } from "../contract/platform.ts";
 import type { RunExecutor } from "../conversations/turns.ts";
+import { messagesOfUpdate } from "../runs/execute.ts";
 import type { PreparedRun } from "../runs/prepare.ts";
+import { tokensOf } from "../runs/usage.ts";
 import { messageDict, wireValue } from "./wire-values.ts";
 
 /** One event of a LangGraph Platform stream: its SSE `event:` name and its JSON data. */
@@ -76,6 +78,8 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
       function* fromChunk(chunk: unknown[]): Generator<Omit<PlatformEvent, "id">> {
         const [namespace, mode, payload] = (subgraphs ? chunk : [[], ...chunk]) as [string[], GraphStreamMode, unknown];
         const root = namespace.length === 0;
+        // The run's own AI messages, as its root graph's nodes add them, carry the tokens it used.
+        if (root && mode === "updates" && run.usage) for (const message of messagesOfUpdate(payload)) run.usage(tokensOf(message));
         if (root && (mode === "values" || mode === "updates")) {
           const interrupts = (payload as { __interrupt__?: unknown } | null)?.__interrupt__;
           if (Array.isArray(interrupts)) {

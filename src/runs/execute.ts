@@ -4,6 +4,7 @@ import { interruptMessage, interruptsOf, type PendingInterrupt } from "./interru
 import { toChatMessage } from "./message-mapping.ts";
 import type { PreparedRun } from "./prepare.ts";
 import { startTogether } from "../admission/start-together.ts";
+import { tokensOf } from "./usage.ts";
 
 /** The final answer carries the feedback proof; intermediate messages (tool calls) do not. */
 function present(run: PreparedRun, message: BaseMessage): ChatMessage {
@@ -26,10 +27,18 @@ function lastMessage(state: unknown): BaseMessage | undefined {
   return isBaseMessage(last) ? last : undefined;
 }
 
+/** Report the tokens of the messages a run answered whole added: those of its final state after the ones it started with. */
+function reportUsage(run: PreparedRun, state: unknown): void {
+  const messages = (state as { messages?: unknown } | undefined)?.messages;
+  if (!run.usage || !Array.isArray(messages)) return;
+  for (const message of messages.slice(run.messagesBefore ?? 0)) if (isBaseMessage(message)) run.usage(tokensOf(message));
+}
+
 /** Run the graph to the end (or to an interrupt) and return its final message. */
 export async function invokeRun(run: PreparedRun, signal: AbortSignal): Promise<ChatMessage> {
   await startTogether();
   const state: unknown = await run.agent.graph.invoke(run.input, { ...run.graphConfig, signal });
+  if (run.usage) reportUsage(run, state);
   if (run.checkInterrupts) {
     const interrupts = interruptsOf((state as { __interrupt__?: unknown } | undefined)?.__interrupt__);
     if (interrupts.length) return paused(run, interrupts);
@@ -40,7 +49,7 @@ export async function invokeRun(run: PreparedRun, signal: AbortSignal): Promise<
 }
 
 /** Messages a node added, from one `updates` payload: `{ node: { messages: [...] } }`. */
-function messagesOfUpdate(update: unknown): BaseMessage[] {
+export function messagesOfUpdate(update: unknown): BaseMessage[] {
   if (typeof update !== "object" || update === null) return [];
   const out: BaseMessage[] = [];
   for (const [node, value] of Object.entries(update)) {
@@ -77,7 +86,10 @@ export async function* streamRun(
         yield { type: "token", content: message.content };
       }
     } else if (mode === "updates") {
-      for (const message of messagesOfUpdate(payload)) yield { type: "message", content: present(run, message) };
+      for (const message of messagesOfUpdate(payload)) {
+        if (run.usage) run.usage(tokensOf(message));
+        yield { type: "message", content: present(run, message) };
+      }
       for (const item of interruptsOf((payload as { __interrupt__?: unknown } | null)?.__interrupt__)) {
         if (!interrupts.some((i) => i.id === item.id)) interrupts.push(item);
       }

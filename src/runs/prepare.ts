@@ -11,6 +11,7 @@ import type { InvokeRequest } from "../contract/requests.ts";
 import type { ModelCatalog } from "../models/catalog.ts";
 import { REQUEST_MODEL_KEY } from "../contract/request-model-key.ts";
 import { humanMessageFrom } from "./message-mapping.ts";
+import type { RunUsage } from "./usage.ts";
 
 /** The conversation a run belongs to, as the conversation service resolved it. */
 export interface RunConversation {
@@ -44,6 +45,13 @@ export interface PreparedRun extends RunConversation {
   readonly createdBy?: string | undefined;
   /** A busy conversation refuses the run at once (conversation_busy) instead of queueing it for THREAD_QUEUE_TIMEOUT. */
   readonly refusesBusy?: boolean;
+  /** Where the run reports the tokens of each AI message it adds (a user's daily budget counts them); absent: not counted. */
+  readonly usage?: RunUsage;
+  /**
+   * With `usage`: how many messages the conversation held as the run started (read under the lock),
+   * so a run answered whole counts the messages after them in its final state.
+   */
+  readonly messagesBefore?: number;
 }
 
 /** The run's id, its feedback proof and the graph config shared by runs and resumes. */

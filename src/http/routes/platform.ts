@@ -79,12 +79,19 @@ export function platformHandlers(services: RouteServices): Pick<
   const made = async (asked: RunAsked, threadId: string | undefined) => {
     const caller = callerOf(asked, asked.body.config?.configurable);
     const strategy = asked.body.multitask_strategy;
-    if (threadId !== undefined && (strategy === "interrupt" || strategy === "rollback")) {
-      refuseUnserved(asked.body);
-      const { conversation } = await runs.placed(caller, threadId, asked.body);
-      await background.makeRoom(conversation, strategy, asked.run);
+    refuseUnserved(asked.body);
+    // The user's fair share first: a refused run stops no other run and leaves nothing stored.
+    const ticket = await runs.admit(caller);
+    try {
+      if (threadId !== undefined && (strategy === "interrupt" || strategy === "rollback")) {
+        const { conversation } = await runs.placed(caller, threadId, asked.body);
+        await background.makeRoom(conversation, strategy, asked.run);
+      }
+      return await runs.create(caller, threadId, asked.body, asked.run, asked.logger, undefined, { ticket });
+    } catch (error) {
+      await ticket?.release();
+      throw error;
     }
-    return runs.create(caller, threadId, asked.body, asked.run, asked.logger);
   };
 
   /**
