@@ -128,7 +128,7 @@ export class RetentionSweeper {
       await consider({ userId: thread.userId, threadId: thread.threadId, storageKey: key, agentId: thread.agentId });
     }
     if (settings.ttlMs !== null) {
-      for (const stale of await index.staleSince(now - settings.ttlMs, settings.batch)) {
+      for (const stale of await index.updatedWithin(0, now - settings.ttlMs, settings.batch)) {
         // A Platform thread's record decides (its own ttl, its updates): the pass above.
         const thread = await records.getThread(stale.owner.userId, stale.owner.threadId);
         if (thread && thread.agentId === stale.owner.agentId) continue;
@@ -152,7 +152,7 @@ export class RetentionSweeper {
   private async compact(keep: number, leaseMs: number): Promise<number> {
     const { index, locks, store, leases, metrics } = this.deps;
     let removed = 0;
-    const changed = await index.changedSince(this.compactedUntil, this.deps.settings.batch);
+    const changed = await index.updatedWithin(this.compactedUntil, Infinity, this.deps.settings.batch);
     for (const conversation of changed) {
       if (this.closed) break;
       const outcome = await locks.acquire(conversation.storageKey, undefined, false);

@@ -3,7 +3,7 @@ import type { ClaimOutcome, IdempotencyStore, StoredAnswer } from "./idempotency
 import type { LeaseStore } from "./leases.ts";
 import type { PlatformRecords, PlatformRun, PlatformThread, RunBase, RunStatus, ThreadChanges, ThreadFilters, ThreadSearch } from "./platform-records.ts";
 import type { NewQueuedRun, QueuedRun, RunQueueStore } from "./run-queue.ts";
-import type { StaleConversation, ThreadIndex, ThreadOwner, ThreadPage, ThreadSummary } from "./thread-index.ts";
+import type { ListedConversation, ThreadIndex, ThreadOwner, ThreadPage, ThreadSummary } from "./thread-index.ts";
 
 /** The conversation list behind the database gate: unavailable until set up, database failures as DatabaseUnavailableError. */
 export class GuardedThreadIndex implements ThreadIndex {
@@ -25,16 +25,12 @@ export class GuardedThreadIndex implements ThreadIndex {
     return this.gate.run(({ threads }) => threads.deleteThread(storageKey));
   }
 
-  staleSince(cutoff: number, limit: number): Promise<StaleConversation[]> {
-    return this.gate.run(({ threads }) => threads.staleSince(cutoff, limit));
+  updatedWithin(from: number, to: number, limit: number): Promise<ListedConversation[]> {
+    return this.gate.run(({ threads }) => threads.updatedWithin(from, to, limit));
   }
 
   updatedAt(storageKey: string): Promise<number | undefined> {
     return this.gate.run(({ threads }) => threads.updatedAt(storageKey));
-  }
-
-  changedSince(since: number, limit: number): Promise<StaleConversation[]> {
-    return this.gate.run(({ threads }) => threads.changedSince(since, limit));
   }
 }
 

@@ -314,16 +314,14 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
     if (!this.rewinder) throw new Error("this checkpoint store cannot take a thread back");
     const named = new Set<number>();
     let kept: CheckpointTuple | undefined;
-    for await (const tuple of this.inner.list({ configurable: { thread_id: threadId, checkpoint_ns: "" } })) {
+    for await (const { tuple, keys } of this.storedLists(threadId)) {
       if (base !== null && tuple.checkpoint.id <= base) {
         kept = tuple;
+        for (const key of keys) named.delete(key);
         break;
       }
-      const value: unknown = tuple.checkpoint.channel_values?.messages;
-      if (isMessageRefs(value)) for (const key of keysAt(value)) named.add(key);
+      for (const key of keys) named.add(key);
     }
-    const still: unknown = kept?.checkpoint.channel_values?.messages;
-    if (isMessageRefs(still)) for (const key of keysAt(still)) named.delete(key);
     await this.rewinder.rewind({ threadId, base, keepWrites, releasedKeys: [...named] });
     this.forget(threadId);
     if (!owner || !this.index) return;
@@ -345,17 +343,24 @@ export class MessageStoreSaver extends BaseCheckpointSaver {
     const dropped = new Set<number>();
     let keepFrom: string | undefined;
     let seen = 0;
-    for await (const tuple of this.inner.list({ configurable: { thread_id: threadId, checkpoint_ns: "" } })) {
-      const value: unknown = tuple.checkpoint.channel_values?.messages;
+    for await (const { tuple, keys } of this.storedLists(threadId)) {
       const into = seen++ < keep ? kept : dropped;
       if (into === kept) keepFrom = tuple.checkpoint.id;
-      if (isMessageRefs(value)) for (const key of keysAt(value)) into.add(key);
+      for (const key of keys) into.add(key);
     }
     const gone = Math.max(0, seen - keep);
     if (gone === 0 || keepFrom === undefined) return 0;
     for (const key of kept) dropped.delete(key);
     await this.rewinder.prune({ threadId, keepFrom, releasedKeys: [...dropped] });
     return gone;
+  }
+
+  /** The thread's root checkpoints as stored, newest first, with the message keys each names (no message is read). */
+  private async *storedLists(threadId: string): AsyncGenerator<{ readonly tuple: CheckpointTuple; readonly keys: number[] }> {
+    for await (const tuple of this.inner.list({ configurable: { thread_id: threadId, checkpoint_ns: "" } })) {
+      const value: unknown = tuple.checkpoint.channel_values?.messages;
+      yield { tuple, keys: isMessageRefs(value) ? keysAt(value) : [] };
+    }
   }
 
   /**

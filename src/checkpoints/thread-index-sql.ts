@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import type pg from "pg";
 import { withSetupLock } from "./pg-transaction.ts";
-import { THREAD_TABLE, type StaleConversation, type ThreadEntry, type ThreadIndex, type ThreadOwner, type ThreadPage, type ThreadSummary } from "./thread-index.ts";
+import { THREAD_TABLE, type ListedConversation, type ThreadEntry, type ThreadIndex, type ThreadOwner, type ThreadPage, type ThreadSummary } from "./thread-index.ts";
 
 /**
  * The conversation list in the checkpoint database (see thread-index.ts): `thread_id` is the
@@ -50,7 +50,7 @@ function threadTableDdl(table: string, time: "INTEGER" | "BIGINT"): readonly str
   ];
 }
 
-interface StaleRow {
+interface ListedRow {
   thread_id: string;
   user_id: string;
   agent_id: string;
@@ -58,13 +58,16 @@ interface StaleRow {
   updated_at: number | string;
 }
 
-const staleOf = (row: StaleRow): StaleConversation => ({
+const listedOf = (row: ListedRow): ListedConversation => ({
   storageKey: row.thread_id,
   owner: { userId: row.user_id, agentId: row.agent_id, threadId: row.public_thread_id },
   updatedAt: Number(row.updated_at),
 });
 
-const STALE_COLUMNS = "thread_id, user_id, agent_id, public_thread_id, updated_at";
+const LISTED_COLUMNS = "thread_id, user_id, agent_id, public_thread_id, updated_at";
+
+/** A time bound as the databases take it: no later than the largest safe integer (not Infinity). */
+const clamp = (ms: number): number => Math.min(ms, Number.MAX_SAFE_INTEGER);
 
 /** The table in a SQLite file; also used by bin/maintenance when it migrates a conversation. */
 export function createSqliteThreadTable(db: Database.Database): void {
@@ -88,9 +91,8 @@ export class SqliteThreadIndex implements ThreadIndex {
   private readonly countStmt;
   private readonly fillStmt;
   private readonly deleteStmt;
-  private readonly staleStmt;
+  private readonly withinStmt;
   private readonly updatedStmt;
-  private readonly changedStmt;
 
   constructor(db: Database.Database) {
     createSqliteThreadTable(db);
@@ -101,17 +103,12 @@ export class SqliteThreadIndex implements ThreadIndex {
     this.countStmt = db.prepare(`SELECT count(*) FROM ${THREAD_TABLE} WHERE user_id = ? AND agent_id = ?`).pluck();
     this.fillStmt = db.prepare(`UPDATE ${THREAD_TABLE} SET message_count = ?, title = ? WHERE thread_id = ? AND message_count IS NULL`);
     this.deleteStmt = db.prepare(`DELETE FROM ${THREAD_TABLE} WHERE thread_id = ?`);
-    this.staleStmt = db.prepare(`SELECT ${STALE_COLUMNS} FROM ${THREAD_TABLE} WHERE updated_at < ? ORDER BY updated_at LIMIT ?`);
+    this.withinStmt = db.prepare(`SELECT ${LISTED_COLUMNS} FROM ${THREAD_TABLE} WHERE updated_at >= ? AND updated_at < ? ORDER BY updated_at LIMIT ?`);
     this.updatedStmt = db.prepare(`SELECT updated_at FROM ${THREAD_TABLE} WHERE thread_id = ?`).pluck();
-    this.changedStmt = db.prepare(`SELECT ${STALE_COLUMNS} FROM ${THREAD_TABLE} WHERE updated_at >= ? ORDER BY updated_at LIMIT ?`);
   }
 
-  async changedSince(since: number, limit: number): Promise<StaleConversation[]> {
-    return (this.changedStmt.all(since, limit) as StaleRow[]).map(staleOf);
-  }
-
-  async staleSince(cutoff: number, limit: number): Promise<StaleConversation[]> {
-    return (this.staleStmt.all(cutoff, limit) as StaleRow[]).map(staleOf);
+  async updatedWithin(from: number, to: number, limit: number): Promise<ListedConversation[]> {
+    return (this.withinStmt.all(from, clamp(to), limit) as ListedRow[]).map(listedOf);
   }
 
   async updatedAt(storageKey: string): Promise<number | undefined> {
@@ -191,14 +188,12 @@ export class PostgresThreadIndex implements ThreadIndex {
     await this.pool.query(`DELETE FROM ${this.table} WHERE thread_id = $1`, [storageKey]);
   }
 
-  async staleSince(cutoff: number, limit: number): Promise<StaleConversation[]> {
-    const { rows } = await this.pool.query<StaleRow>(`SELECT ${STALE_COLUMNS} FROM ${this.table} WHERE updated_at < $1 ORDER BY updated_at LIMIT $2`, [cutoff, limit]);
-    return rows.map(staleOf);
-  }
-
-  async changedSince(since: number, limit: number): Promise<StaleConversation[]> {
-    const { rows } = await this.pool.query<StaleRow>(`SELECT ${STALE_COLUMNS} FROM ${this.table} WHERE updated_at >= $1 ORDER BY updated_at LIMIT $2`, [since, limit]);
-    return rows.map(staleOf);
+  async updatedWithin(from: number, to: number, limit: number): Promise<ListedConversation[]> {
+    const { rows } = await this.pool.query<ListedRow>(
+      `SELECT ${LISTED_COLUMNS} FROM ${this.table} WHERE updated_at >= $1 AND updated_at < $2 ORDER BY updated_at LIMIT $3`,
+      [from, clamp(to), limit],
+    );
+    return rows.map(listedOf);
   }
 
   async updatedAt(storageKey: string): Promise<number | undefined> {

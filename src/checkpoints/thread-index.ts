@@ -51,16 +51,17 @@ export interface ThreadIndex {
   /** Set the summary of a row that has none yet (a migrated conversation); a row with one is left alone. */
   fill(storageKey: string, summary: ThreadSummary): Promise<void>;
   deleteThread(storageKey: string): Promise<void>;
-  /** Up to `limit` conversations last updated before `cutoff`, least recently updated first (retention). */
-  staleSince(cutoff: number, limit: number): Promise<StaleConversation[]>;
+  /**
+   * Up to `limit` conversations last updated at or after `from` and before `to`, least recently
+   * updated first: retention reads those before a cutoff, compaction those since its last pass.
+   */
+  updatedWithin(from: number, to: number, limit: number): Promise<ListedConversation[]>;
   /** When the conversation last changed; undefined when it has no row. */
   updatedAt(storageKey: string): Promise<number | undefined>;
-  /** Up to `limit` conversations updated at or after `since`, least recently updated first (compaction). */
-  changedSince(since: number, limit: number): Promise<StaleConversation[]>;
 }
 
-/** A conversation the list holds, as retention looks at it. */
-export interface StaleConversation {
+/** A conversation the list holds, as retention and compaction look at it. */
+export interface ListedConversation {
   readonly storageKey: string;
   readonly owner: ThreadOwner;
   readonly updatedAt: number;
@@ -140,9 +141,9 @@ export class MemoryThreadIndex implements ThreadIndex {
     this.rows.delete(storageKey);
   }
 
-  async staleSince(cutoff: number, limit: number): Promise<StaleConversation[]> {
+  async updatedWithin(from: number, to: number, limit: number): Promise<ListedConversation[]> {
     return [...this.rows.values()]
-      .filter((row) => row.updatedAt < cutoff)
+      .filter((row) => row.updatedAt >= from && row.updatedAt < to)
       .sort((a, b) => a.updatedAt - b.updatedAt)
       .slice(0, limit)
       .map((row) => ({ storageKey: row.storageKey, owner: { userId: row.userId, agentId: row.agentId, threadId: row.threadId }, updatedAt: row.updatedAt }));
@@ -150,13 +151,5 @@ export class MemoryThreadIndex implements ThreadIndex {
 
   async updatedAt(storageKey: string): Promise<number | undefined> {
     return this.rows.get(storageKey)?.updatedAt;
-  }
-
-  async changedSince(since: number, limit: number): Promise<StaleConversation[]> {
-    return [...this.rows.values()]
-      .filter((row) => row.updatedAt >= since)
-      .sort((a, b) => a.updatedAt - b.updatedAt)
-      .slice(0, limit)
-      .map((row) => ({ storageKey: row.storageKey, owner: { userId: row.userId, agentId: row.agentId, threadId: row.threadId }, updatedAt: row.updatedAt }));
   }
 }

@@ -71,54 +71,50 @@ export function addedWrites<W extends WriteKey>(stored: readonly W[], keep: Rewi
 
 /**
  * SQLite (the library's `checkpoints` and `writes` tables, and the message rows): one transaction.
- * Its statements are prepared at the first rewind: the library's saver creates its tables on first use.
+ * Its statements are prepared at first use: the library's saver creates its tables on its own first use.
  */
 export class SqliteThreadRewinder implements ThreadRewinder {
-  private apply: ((target: RewindTarget) => void) | undefined;
-  private trim: ((target: PruneTarget) => void) | undefined;
+  private statements: { rewind: (target: RewindTarget) => void; prune: (target: PruneTarget) => void } | undefined;
 
   constructor(private readonly db: Database.Database) {}
 
   async rewind(target: RewindTarget): Promise<void> {
-    this.apply ??= this.prepare();
-    this.apply(target);
+    (this.statements ??= this.prepare()).rewind(target);
   }
 
   async prune(target: PruneTarget): Promise<void> {
-    this.trim ??= this.prepareTrim();
-    this.trim(target);
+    (this.statements ??= this.prepare()).prune(target);
   }
 
-  private prepareTrim(): (target: PruneTarget) => void {
+  /** The two operations, each one transaction. */
+  private prepare(): NonNullable<SqliteThreadRewinder["statements"]> {
     const { db } = this;
-    const dropCheckpoints = db.prepare("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id < ?");
-    const dropWrites = db.prepare("DELETE FROM writes WHERE thread_id = ? AND checkpoint_id < ?");
-    const release = db.prepare(`UPDATE ${MESSAGE_TABLE} SET message = ? WHERE thread_id = ? AND message_key = ?`);
-    return db.transaction((target: PruneTarget) => {
-      dropCheckpoints.run(target.threadId, target.keepFrom);
-      dropWrites.run(target.threadId, target.keepFrom);
-      for (const key of target.releasedKeys) release.run(RELEASED_MESSAGE, target.threadId, key);
-    });
-  }
-
-  private prepare(): (target: RewindTarget) => void {
-    const { db } = this;
-    const after = (table: string) => db.prepare(`DELETE FROM ${table} WHERE thread_id = ? AND checkpoint_id > ?`);
-    const dropCheckpoints = after("checkpoints");
-    const dropWrites = after("writes");
+    const checkpoints = (op: ">" | "<") => db.prepare(`DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id ${op} ?`);
+    const writes = (op: ">" | "<") => db.prepare(`DELETE FROM writes WHERE thread_id = ? AND checkpoint_id ${op} ?`);
+    const [laterCheckpoints, laterWrites, olderCheckpoints, olderWrites] = [checkpoints(">"), writes(">"), checkpoints("<"), writes("<")];
     const baseWrites = db.prepare("SELECT task_id, idx, channel FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?");
     const dropWrite = db.prepare("DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ? AND task_id = ? AND idx = ?");
-    const release = db.prepare(`UPDATE ${MESSAGE_TABLE} SET message = ? WHERE thread_id = ? AND message_key = ?`);
-    return db.transaction((target: RewindTarget) => {
-      const { threadId, base } = target;
-      // Checkpoint ids are time-ordered, and every id after the base's was written after it: by the run.
-      dropCheckpoints.run(threadId, base ?? "");
-      dropWrites.run(threadId, base ?? "");
-      if (base !== null) {
-        for (const write of addedWrites(baseWrites.all(threadId, base) as WriteKey[], target.keepWrites)) dropWrite.run(threadId, base, write.task_id, write.idx);
-      }
-      for (const key of target.releasedKeys) release.run(RELEASED_MESSAGE, threadId, key);
-    });
+    const releaseRow = db.prepare(`UPDATE ${MESSAGE_TABLE} SET message = ? WHERE thread_id = ? AND message_key = ?`);
+    const release = (threadId: string, keys: readonly number[]) => {
+      for (const key of keys) releaseRow.run(RELEASED_MESSAGE, threadId, key);
+    };
+    return {
+      rewind: db.transaction((target: RewindTarget) => {
+        const { threadId, base } = target;
+        // Checkpoint ids are time-ordered, and every id after the base's was written after it: by the run.
+        laterCheckpoints.run(threadId, base ?? "");
+        laterWrites.run(threadId, base ?? "");
+        if (base !== null) {
+          for (const write of addedWrites(baseWrites.all(threadId, base) as WriteKey[], target.keepWrites)) dropWrite.run(threadId, base, write.task_id, write.idx);
+        }
+        release(threadId, target.releasedKeys);
+      }),
+      prune: db.transaction((target: PruneTarget) => {
+        olderCheckpoints.run(target.threadId, target.keepFrom);
+        olderWrites.run(target.threadId, target.keepFrom);
+        release(target.threadId, target.releasedKeys);
+      }),
+    };
   }
 }
 

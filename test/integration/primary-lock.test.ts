@@ -5,8 +5,8 @@ import { test } from "node:test";
 import { PrimaryConversationLock } from "../../src/coordination/locks/primary-lock.ts";
 import type { LockQueuePolicy } from "../../src/coordination/locks/conversation-lock.ts";
 import { LockBroker } from "../../src/coordination/locks/lock-broker.ts";
-import type { Channel, ToPrimary, ToWorker } from "../../src/coordination/protocol.ts";
 import { RunAborted } from "../../src/errors/classify.ts";
+import { brokeredWorkers } from "../helpers/ipc-channel.ts";
 import { waitFor } from "../helpers/raw-http.ts";
 
 interface FakeWorker {
@@ -17,32 +17,10 @@ interface FakeWorker {
 
 function setup(policy: LockQueuePolicy) {
   const broker = new LockBroker(policy);
-  let nextId = 1;
+  const connect = brokeredWorkers(broker);
   const worker = (): FakeWorker => {
-    const id = nextId++;
-    let alive = true;
-    const toWorker = new Set<(m: ToWorker) => void>();
-    const onClose = new Set<() => void>();
-    broker.attach(id, (message) => {
-      if (!alive) throw new Error("channel closed");
-      setImmediate(() => alive && toWorker.forEach((h) => h(message)));
-    });
-    const channel: Channel<ToWorker, ToPrimary> = {
-      send: (message) => {
-        if (!alive) throw new Error("channel closed");
-        setImmediate(() => broker.handle(id, message));
-      },
-      onMessage: (handler) => toWorker.add(handler),
-      onClose: (handler) => onClose.add(handler),
-    };
-    return {
-      lock: new PrimaryConversationLock(channel, policy),
-      die: () => {
-        alive = false;
-        broker.detach(id);
-        onClose.forEach((h) => h());
-      },
-    };
+    const { channel, die } = connect();
+    return { lock: new PrimaryConversationLock(channel, policy), die };
   };
   return { broker, worker };
 }

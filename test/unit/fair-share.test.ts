@@ -11,9 +11,9 @@ import { utcDay, type FairShareCounters, type FairShareLimit } from "../../src/c
 import { FairShareBroker } from "../../src/coordination/fair-share/fair-share-broker.ts";
 import { FairShareTable, MemoryFairShareCounters } from "../../src/coordination/fair-share/memory-counters.ts";
 import { PrimaryFairShareCounters } from "../../src/coordination/fair-share/primary-counters.ts";
-import type { Channel, ToPrimary, ToWorker } from "../../src/coordination/protocol.ts";
 import { ServiceError } from "../../src/errors/service-error.ts";
 import { toApiError } from "../../src/http/error-answer.ts";
+import { brokeredWorkers } from "../helpers/ipc-channel.ts";
 
 const BASE = { AUTH_SECRET: "x".repeat(12) };
 
@@ -114,32 +114,10 @@ describe("the counters in one process", () => {
 /** A broker (the primary) and workers reaching it over channels that deliver on the next turn, like IPC. */
 function primary() {
   const broker = new FairShareBroker();
-  let nextId = 1;
+  const connect = brokeredWorkers(broker);
   const worker = () => {
-    const id = nextId++;
-    let alive = true;
-    const toWorker = new Set<(m: ToWorker) => void>();
-    const onClose = new Set<() => void>();
-    broker.attach(id, (message) => {
-      if (!alive) throw new Error("channel closed");
-      setImmediate(() => alive && toWorker.forEach((h) => h(message)));
-    });
-    const channel: Channel<ToWorker, ToPrimary> = {
-      send: (message) => {
-        if (!alive) throw new Error("channel closed");
-        setImmediate(() => broker.handle(id, message));
-      },
-      onMessage: (handler) => toWorker.add(handler),
-      onClose: (handler) => onClose.add(handler),
-    };
-    return {
-      counters: new PrimaryFairShareCounters(channel),
-      die: () => {
-        alive = false;
-        broker.detach(id);
-        onClose.forEach((h) => h());
-      },
-    };
+    const { channel, die } = connect();
+    return { counters: new PrimaryFairShareCounters(channel), die };
   };
   return { broker, worker };
 }
