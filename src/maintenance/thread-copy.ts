@@ -76,14 +76,13 @@ const decoder = new TextDecoder();
 
 /**
  * Copy (or, without a target, read) every checkpoint of `from` in the order the source lists them,
- * newest first: no saver needs a checkpoint's parent stored before it. Each blob version is written
- * once (the channel versions a checkpoint is the first to carry), as LangGraph's own steps do; a
- * saver that keeps whole checkpoints ignores them. Writes keep their task, channel and order.
+ * newest first: no saver needs a checkpoint's parent stored before it. Each put names every channel
+ * as changed, so each checkpoint is stored with all its values (PostgreSQL keeps the first blob of
+ * each version). Writes keep their task, channel and order.
  * Throws UnreadableThreadError when the source cannot revive the thread.
  */
 export async function copyThread(source: BaseCheckpointSaver, from: string, options: CopyOptions): Promise<CopiedThread> {
   const { target, to } = options;
-  const versionsWritten = new Set<string>();
   const namespaces = new Set<string>();
   const shared = new Map<string, BaseMessage>();
   let checkpoints = 0;
@@ -121,13 +120,9 @@ export async function copyThread(source: BaseCheckpointSaver, from: string, opti
     }
     if (!target) continue;
 
-    const newVersions: ChannelVersions = {};
-    for (const [channel, version] of Object.entries(checkpoint.channel_versions ?? {})) {
-      const key = JSON.stringify([namespace, channel, String(version)]);
-      if (versionsWritten.has(key)) continue;
-      versionsWritten.add(key);
-      newVersions[channel] = version;
-    }
+    // Every channel is named as new: the parent, written after its child, is not there to carry
+    // unchanged values from (a saver storing only what a put changes would otherwise drop them).
+    const newVersions: ChannelVersions = { ...checkpoint.channel_versions };
     const parent: unknown = tuple.parentConfig?.configurable?.checkpoint_id;
     const config: RunnableConfig = {
       configurable: {

@@ -53,26 +53,9 @@ function withEach(define: (name: string, body: () => unknown, timeout?: number) 
   });
 }
 
-/** The names of the suites being defined, outermost first (suites are defined synchronously). */
-const suitePath: string[] = [];
-/** Tests expected to fail, by full name (see installJestStyleGlobals), with the reason. */
-let knownFailures: ReadonlyMap<string, string> = new Map();
-const matchedFailures = new Set<string>();
-
-/** The known failures given to installJestStyleGlobals that name no test defined so far (a renamed test). */
-export function unmatchedKnownFailures(): string[] {
-  return [...knownFailures.keys()].filter((name) => !matchedFailures.has(name));
-}
-
-/** A test's full name: its suites' names and its own, joined by " > ". */
-const fullName = (name: string) => [...suitePath, name].join(" > ");
-
 const jestIt = withEach((name, body, timeout) => {
-  // A known failure runs as a todo: reported with its reason, whatever its outcome, without failing the run.
-  const todo = knownFailures.get(fullName(name));
-  if (todo !== undefined) matchedFailures.add(fullName(name));
   // node:test passes a test context as the first argument: a Jest-style body takes none.
-  void it(name, { timeout, ...(todo === undefined ? {} : { todo }) }, async () => {
+  void it(name, { timeout }, async () => {
     await body();
   });
 });
@@ -82,12 +65,7 @@ const jestSkip = (name: string) => {
 };
 const jestDescribe = withEach((name, body) => {
   void describe(name, () => {
-    suitePath.push(name);
-    try {
-      body();
-    } finally {
-      suitePath.pop();
-    }
+    body();
   });
 });
 
@@ -104,13 +82,8 @@ const hook =
 /**
  * Install the Jest-style globals. Call it once, before importing or calling the suite's definitions;
  * they stay installed for the test file's process (its tests call `expect` as they run).
- *
- * `expectedFailures` names tests known to fail, by full name (the names of their suites and their
- * own, joined by " > "), each with the reason: they run as node:test todos, so the run reports
- * them, and their reason, apart from the passes and failures, and a change in their outcome shows.
  */
-export function installJestStyleGlobals(expectedFailures: ReadonlyMap<string, string> = new Map()): void {
-  knownFailures = expectedFailures;
+export function installJestStyleGlobals(): void {
   const softExpect = (value: unknown, message?: string) => expect(value, message);
   Object.assign(globalThis, {
     describe: jestDescribe,

@@ -1,15 +1,14 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import assert from "node:assert/strict";
-import { after, test } from "node:test";
+import { after } from "node:test";
 import { pino } from "pino";
 import { openCheckpointBackend, type CheckpointBackend } from "../../src/checkpoints/backend.ts";
 import { TimedSaver } from "../../src/checkpoints/timed-saver.ts";
 import { decideLibraryShortcuts } from "../../src/config/library-shortcuts.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { DATABASE_URL, dropSchema, uniqueSchema, withClient } from "../helpers/postgres.ts";
-import { installJestStyleGlobals, unmatchedKnownFailures } from "../helpers/jest-style-suite.ts";
+import { installJestStyleGlobals } from "../helpers/jest-style-suite.ts";
 
 /**
  * LangGraph's checkpoint-saver validation suite (@langchain/langgraph-checkpoint-validation, 718
@@ -23,21 +22,7 @@ import { installJestStyleGlobals, unmatchedKnownFailures } from "../helpers/jest
  * checkpointer (the suite's isolation rule: no checkpointer may read another's data).
  */
 
-/**
- * The one case the SQLite file fails, as LangGraph's own SqliteSaver does: it stores every channel's
- * value with every checkpoint. Passing it takes a change of what a checkpoint row holds that stock
- * readers of the file (LangGraph's SqliteSaver: the LIBRARY_SHORTCUTS=false path, an older
- * agenthost, the maintenance export's reader) would read as a checkpoint missing its unchanged
- * channels; see "Only the changed channel values" in docs/architecture.md for the whole reason.
- */
-const KNOWN_FAILURES = new Map([
-  [
-    "agenthost filedb > agenthost filedb#put > should only store channel_values that have changed (based on newVersions)",
-    "known failure: the SQLite file stores every channel value with every checkpoint, as LangGraph's SqliteSaver does (docs/architecture.md, \"Only the changed channel values\")",
-  ],
-]);
-
-installJestStyleGlobals(KNOWN_FAILURES);
+installJestStyleGlobals();
 // Imported after the globals exist: the suite's definitions call them.
 const { specTest } = await import("@langchain/langgraph-checkpoint-validation");
 
@@ -85,7 +70,3 @@ for (const kind of ["memory", "filedb", "serverdb"] as const) {
     },
   });
 }
-
-test("every known failure names a case of the suite", () => {
-  assert.deepEqual(unmatchedKnownFailures(), []);
-});

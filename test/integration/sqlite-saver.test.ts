@@ -84,3 +84,30 @@ test("sqliteSaverWrites off: LangGraph's own SqliteSaver under the message store
   assert.ok(library.messages.length >= 3 && library.listed.length === 1);
   assert.deepEqual(service, library);
 });
+
+test("a checkpoint's row holds the values its put changed and those its parent holds at the same version, whole, as LangGraph's SqliteSaver reads them", async () => {
+  const db = open("changed-values.sqlite");
+  const serde = new JsonPlusSerializer();
+  const saver = new SqliteFileSaver(db, serde, new SqliteMessageRows(db), new SqliteThreadIndex(db));
+  const base = { v: 4, ts: new Date().toISOString(), versions_seen: {} };
+  const metadata = { source: "loop" as const, step: 0, parents: {} };
+  const config = (checkpoint_id?: string) => ({ configurable: { thread_id: "t", checkpoint_ns: "", ...(checkpoint_id ? { checkpoint_id } : {}) } });
+  const values = { a: "a1", b: "b1" };
+
+  // No parent: only what the put names as changed is stored.
+  await saver.put(config(), { ...base, id: "1", channel_values: values, channel_versions: { a: 1, b: 1 } }, metadata, { a: 1 });
+  // Parent "1" holds a at 1, not b: a is carried, b (named by nobody) is not.
+  await saver.put(config("1"), { ...base, id: "2", channel_values: values, channel_versions: { a: 1, b: 1 } }, metadata, {});
+  // Parent "2" holds a at 1; this checkpoint says a is at 2 without naming it as changed: not stored.
+  await saver.put(config("2"), { ...base, id: "3", channel_values: { a: "a2", c: "c1" }, channel_versions: { a: 2, c: 1 } }, metadata, { c: 1 });
+  // A fresh saver on the same file (no remembered parent) reads the parent's row to carry from it.
+  const cold = new SqliteFileSaver(db, serde, new SqliteMessageRows(db), new SqliteThreadIndex(db));
+  await cold.put(config("3"), { ...base, id: "4", channel_values: { c: "c1" }, channel_versions: { a: 2, c: 1 } }, metadata, {});
+
+  const library = new SqliteSaver(db, serde);
+  const read = async (id: string) => (await library.getTuple(config(id)))?.checkpoint.channel_values;
+  assert.deepEqual(await read("1"), { a: "a1" });
+  assert.deepEqual(await read("2"), { a: "a1" });
+  assert.deepEqual(await read("3"), { c: "c1" });
+  assert.deepEqual(await read("4"), { c: "c1" }, "carried from a parent this saver did not write, and stored whole");
+});
