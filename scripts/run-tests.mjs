@@ -172,9 +172,9 @@ function run(files, coverage, concurrency, timeoutMs = TIMEOUT_MS) {
   // files that start bin/agenthost a dozen times (startup refusals, supervision) passed in full yet
   // ran past 120 s on a machine kept busy (load average 10).
   const nodeArgs = ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, `--test-timeout=${timeoutMs}`];
-  // The output goes through a pipe, where Node picks the reporter it uses off a terminal: on a
-  // terminal, ask for the one it would have picked there.
-  const ownReporter = coverage || (process.stdout.isTTY && !passThrough.some((flag) => flag.startsWith("--test-reporter")));
+  // The output goes through a pipe, so the reporter is named: spec on a terminal, TAP off one (Node
+  // 20 picks by the pipe, Node 23 and later pick spec everywhere) unless the flags name one.
+  const ownReporter = coverage || !passThrough.some((flag) => flag.startsWith("--test-reporter"));
   if (ownReporter) nodeArgs.push(`--test-reporter=${process.stdout.isTTY ? "spec" : "tap"}`, "--test-reporter-destination=stdout");
   if (coverage) {
     mkdirSync(join("test", "artifacts", "coverage"), { recursive: true });

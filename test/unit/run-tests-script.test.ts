@@ -7,6 +7,12 @@ function runTests(...args: string[]): { status: number | null; out: string } {
   return runTestsWith({}, ...args);
 }
 
+/**
+ * The tests that ran (ok, not skipped). Node 20 reports the tests a name pattern leaves out as
+ * skipped; Node 23 and later leave them out of the report.
+ */
+const ran = (out: string) => [...out.matchAll(/^ok \d+ - ((?!.*# SKIP).*)$/gm)].map((match) => match[1]);
+
 function runTestsWith(extraEnv: Record<string, string>, ...args: string[]): { status: number | null; out: string } {
   // Without the runner's NODE_TEST_CONTEXT, the inner `node --test` reports in TAP, not to this runner.
   const { NODE_TEST_CONTEXT: _, ...env } = process.env;
@@ -17,8 +23,7 @@ function runTestsWith(extraEnv: Record<string, string>, ...args: string[]): { st
 test("flags it does not own go to node --test: --test-name-pattern picks one test of a file", () => {
   const { status, out } = runTests("test/unit/restart-budget", "--test-name-pattern=backoff stops growing");
   assert.equal(status, 0, out);
-  assert.match(out, /^# pass 1$/m);
-  assert.match(out, /^# skipped [1-9]\d*$/m);
+  assert.deepEqual(ran(out), ["the backoff stops growing at 10 s"]);
 });
 
 test("a flag node --test refuses fails the run instead of being ignored", () => {
@@ -29,8 +34,7 @@ test("a flag node --test refuses fails the run instead of being ignored", () => 
 test("a flag's value may be the next argument: it is the flag's value, not a path fragment", () => {
   const { status, out } = runTests("--test-name-pattern", "backoff stops growing", "test/unit/restart-budget");
   assert.equal(status, 0, out);
-  assert.match(out, /^# pass 1$/m);
-  assert.match(out, /^# skipped [1-9]\d*$/m);
+  assert.deepEqual(ran(out), ["the backoff stops growing at 10 s"]);
   // A pattern that matches no file name would otherwise narrow the run to nothing, or to every file.
   const short = runTests("--import", "./test/helpers/forbid-langchain.mjs", "--test-name-pattern", "backoff stops growing", "test/unit/restart-budget");
   assert.equal(short.status, 0, short.out);
@@ -51,11 +55,11 @@ test("the packaging and browser files run as a part of their own beside the rest
   const rest = out.indexOf("# the rest of these tests: 1 test files\n");
   assert.ok(side >= 0 && rest > side, out);
   const [sidePart, restPart] = [out.slice(side, rest), out.slice(rest)];
-  assert.match(sidePart, /npm start builds a missing dist/);
-  assert.doesNotMatch(sidePart, /backoff/);
-  assert.match(restPart, /^ok \d+ - the backoff stops growing at 10 s$/m);
+  assert.doesNotMatch(sidePart, /backoff|^not ok/m);
+  assert.deepEqual(ran(restPart), ["the backoff stops growing at 10 s"]);
   assert.doesNotMatch(restPart, /npm start/);
-  assert.equal(out.match(/^# pass \d+$/gm)?.join(), "# pass 0,# pass 1", "each part ends with its own summary");
+  assert.equal(out.match(/^# tests \d+$/gm)?.length, 2, "each part ends with its own summary");
+  assert.ok(out.indexOf("# tests") > side && out.indexOf("# tests") < rest, "the first part's summary comes before the second part");
 });
 
 test("with one file at a time (--test-concurrency=1) the same parts run one after the other", () => {
