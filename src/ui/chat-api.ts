@@ -54,6 +54,10 @@ export const HISTORY_PAGE = 50;
 export const THREAD_PAGE = 30;
 const ANSWER_RUNS_KEPT = 5000;
 
+/** Where agenthost says a feedback went (its answer's `delivery`). */
+const FEEDBACK_DELIVERIES = ["delivered", "queued", "skipped"] as const;
+type FeedbackDelivery = (typeof FEEDBACK_DELIVERIES)[number];
+
 /** The feedback key the page records thumbs under. */
 export const FEEDBACK_KEY = "human-feedback-thumbs";
 
@@ -255,10 +259,14 @@ export class ChatApi {
     });
   }
 
-  /** Thumbs up or down on a run, with the proof this page received for it, if any. */
-  async feedback(input: z.infer<typeof feedbackRequest>, signal: AbortSignal): Promise<void> {
+  /**
+   * Thumbs up or down on a run, with the proof this page received for it, if any. `delivery` is
+   * agenthost's word on where the feedback went: "skipped" when it records feedback nowhere, null when
+   * it did not say (an older agenthost).
+   */
+  async feedback(input: z.infer<typeof feedbackRequest>, signal: AbortSignal): Promise<{ delivery: FeedbackDelivery | null }> {
     const token = this.tokens.lookup(input.agent, input.run_id);
-    await this.client.createFeedback(
+    const answer = await this.client.createFeedback(
       {
         run_id: input.run_id,
         key: FEEDBACK_KEY,
@@ -268,6 +276,8 @@ export class ChatApi {
       },
       { agent: input.agent, signal },
     );
+    const delivery = FEEDBACK_DELIVERIES.find((known) => known === answer.delivery);
+    return { delivery: delivery ?? null };
   }
 
   private identity(): { user_id?: string } {

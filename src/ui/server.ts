@@ -191,8 +191,7 @@ async function route(
       case "/api/chat":
         return api.chat(checkAttachments(parse(chatRequest, body), limits), res);
       case "/api/feedback":
-        await api.feedback(parse(feedbackRequest, body), cancel.signal);
-        return sendJson(res, 200, { ok: true });
+        return sendJson(res, 200, await api.feedback(parse(feedbackRequest, body), cancel.signal));
       case "/api/cancel":
         return sendJson(res, 200, await api.cancel(parse(cancelRequest, body), cancel.signal));
       case "/api/clear":

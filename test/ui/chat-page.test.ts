@@ -12,8 +12,10 @@ import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { storageKey } from "../../src/auth/storage-key.ts";
+import { RunAborted } from "../../src/errors/classify.ts";
 import { startChatServer } from "../../src/ui/server.ts";
-import { startService, type RunningService } from "../helpers/service.ts";
+import { startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
+import { freePort } from "../cluster/cluster-helper.ts";
 import { TcpProxy } from "../helpers/tcp-proxy.ts";
 import { LONG_CODE, LONG_ITEMS, PARTIAL_ANSWER } from "../fixtures/chat-page-agents.ts";
 import { INFO, sendJson, sseFrame, startScriptedServer, startSse } from "../client/scripted-server.ts";
@@ -199,11 +201,18 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
     sources.push(await page.content());
   });
 
-  await t.test("gives thumbs-up feedback on the answer", async () => {
+  await t.test("a thumbs-up to a service with no feedback destination says it was not recorded, and thanks for nothing", async () => {
+    // This agenthost has no feedback destination (OBSERVABILITY_BACKEND unset): its answer says "skipped".
+    const answered = page.waitForResponse((r) => new URL(r.url()).pathname === "/api/feedback");
     await page.locator(".msg.ai .feedback-up").last().click();
-    await page.waitForSelector(".feedback[data-sent='1']");
+    assert.deepEqual(await (await answered).json(), { delivery: "skipped" });
+    await page.waitForSelector(".feedback[data-delivery='skipped']");
     assert.equal(await page.isHidden("#error"), true);
-    assert.match((await page.textContent(".feedback-note")) ?? "", /Thanks/);
+    assert.equal(await page.textContent(".feedback-note"), "Not recorded: this server does not record feedback.");
+    assert.doesNotMatch((await page.textContent(".feedback")) ?? "", /Thanks/);
+    assert.equal(await page.locator(".feedback button.chosen").count(), 0, "no button looks chosen");
+    assert.equal(await page.locator(".feedback[data-sent]").count(), 0);
+    assert.deepEqual(await page.locator(".feedback button").evaluateAll((nodes) => nodes.map((n) => (n as HTMLButtonElement).disabled)), [true, true]);
   });
 
   await t.test("reloading the URL restores the conversation from history", async () => {
@@ -225,11 +234,18 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
   await t.test("a conversation busy with another request shows a 409 error", async () => {
     const outcome = await service.runtime.locks.acquire(storageKey(USER, "chatbot-agent", firstThread));
     assert.ok(outcome.ok);
+    const humans = await page.locator(".msg.human").count();
     try {
       await send(page, "Are you busy?");
       await page.waitForSelector("#error:not([hidden])");
       assert.equal(await page.getAttribute("#error", "data-status"), "409");
-      assert.match((await page.textContent("#error")) ?? "", /busy with another request/);
+      assert.equal(
+        await page.textContent("#error"),
+        "This conversation is busy with another request. Wait for it to finish, then send again. Your message was not sent; it is back in the message box.",
+      );
+      // Not sent: no bubble for it; it waits in the message box.
+      assert.equal(await page.locator(".msg.human").count(), humans);
+      assert.equal(await page.inputValue("#input"), "Are you busy?");
     } finally {
       await outcome.lease.release();
     }
@@ -271,7 +287,8 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
       await send(page, "Anyone there?");
       await page.waitForSelector("#error:not([hidden])");
       assert.equal(await page.getAttribute("#error", "data-status"), "503");
-      assert.match((await page.textContent("#error")) ?? "", /503.*Retry after 1 s/);
+      assert.match((await page.textContent("#error")) ?? "", /^agenthost is busy or unavailable \(503\)\. Retry after 1 s\. Your message was not sent; it is back in the message box\.$/);
+      assert.equal(await page.inputValue("#input"), "Anyone there?");
       await page.screenshot({ path: new URL("chat-page-503.png", ARTIFACTS).pathname, fullPage: true });
       await page.setViewportSize({ width: 390, height: 844 });
       await page.screenshot({ path: new URL("chat-page-503-phone.png", ARTIFACTS).pathname, fullPage: true });
@@ -301,6 +318,7 @@ test("the chat page in Chromium against agenthost", { skip: browserSkip }, async
     assert.equal(await page.isHidden("#error"), true);
     assert.equal(await page.isHidden("#retry"), true);
     assert.equal(await page.locator(".msg.human").count(), humans + 1, "the failed message is not shown twice");
+    assert.equal(await page.inputValue("#input"), "", "Retry sent what was in the message box");
     assert.equal(await page.locator(".msg.human").last().textContent(), "Anyone there?");
     assert.equal((await page.locator(".msg.ai p").last().textContent())?.trim(), FAKE);
   });
@@ -880,6 +898,230 @@ test("the chat page keeps a streaming answer when a connection drops (to agentho
   }
 });
 
+/**
+ * What a new user meets when something around the page is wrong: agenthost not started yet, stopped
+ * mid-answer, restarted without the chosen agent, a missing or wrong token, the page's own server
+ * gone. Each is said in plain words, a message that was not sent stays in the message box, and once
+ * the cause is fixed Retry (or sending again) works in the same page, without a reload. agenthost and
+ * the page's server keep their ports across restarts, as they would when restarted by hand.
+ */
+test("the chat page recovers in place once agenthost is up, the token right, or the agent chosen again", { skip: browserSkip }, async (t) => {
+  const agenthostPort = await freePort();
+  const pagePort = await freePort();
+  const dir = await mkdtemp(join(tmpdir(), "chat-page-recovery-"));
+  const withAgents = JSON.stringify([`${fixture("chat-page-agents.ts")}:stoppableAgent`]);
+  let agenthost: RunningService | undefined;
+  const startAgenthost = async (agentPaths: string) => {
+    // One SQLite file across restarts: a restarted agenthost keeps its conversations.
+    agenthost = await startService({ PORT: String(agenthostPort), MEMORY_BACKEND: "filedb", FILEDB_DB_PATH: join(dir, "agenthost.sqlite"), AGENT_PATHS: agentPaths });
+  };
+  const stopAgenthost = async () => {
+    const stopped = agenthost;
+    agenthost = undefined;
+    await stopped?.close();
+    // What its process's end would do: a run still going (the stoppable agent waits to be stopped) ends too.
+    stopped?.runtime.activeRuns.stopAll(new RunAborted("shutdown"));
+  };
+  let pageServer: { url: string; close(): Promise<void> } | undefined;
+  const startPage = async (authSecret: string | undefined) => {
+    pageServer = await startChatServer({ agenthostUrl: `http://127.0.0.1:${agenthostPort}`, authSecret, userId: undefined, host: "127.0.0.1", port: pagePort });
+  };
+  const stopPage = async () => {
+    await pageServer?.close();
+    pageServer = undefined;
+  };
+  await startPage(TEST_TOKEN);
+  const page = await context.newPage();
+  page.setDefaultTimeout(PAGE_WAIT_MS);
+  // Every message the page sent to its server: none may go without an agent.
+  const chatPosts: string[] = [];
+  page.on("request", (request) => {
+    if (new URL(request.url()).pathname === "/api/chat") chatPosts.push(request.postData() ?? "");
+  });
+  const error = async () => ((await page.isHidden("#error")) ? null : await page.textContent("#error"));
+  /** Press Enter in the message box (or click Retry) and wait until the page is idle again with an error shown. */
+  const failsWith = async (action: () => Promise<void>) => {
+    await action();
+    await page.waitForSelector("body[data-state=idle] #error:not([hidden])");
+    return error();
+  };
+  const answered = async (action: () => Promise<void>, answer: string) => {
+    const count = await page.locator(".msg.ai").count();
+    await action();
+    await page.waitForFunction(
+      ({ count, answer }) => document.querySelectorAll(".msg.ai").length > count && document.querySelector(".msg.ai:last-of-type")?.textContent?.includes(answer),
+      { count, answer },
+    );
+    await idle(page);
+    assert.equal(await error(), null);
+  };
+  const enter = () => page.press("#input", "Enter");
+  const retry = () => page.click("#retry");
+  const UNREACHABLE = "The chat page cannot reach agenthost. Check that agenthost is running and that the chat page's AGENTHOST_URL points at it, then press Retry.";
+  const TOKEN_REFUSED =
+    "agenthost did not accept the chat page's token. Set the chat page's AUTH_SECRET to a token agenthost accepts and restart the chat page, then press Retry.";
+  try {
+    await t.test("agenthost not started: the page says so; a message typed meanwhile is kept, not sent; once agenthost is up, sending it works", async () => {
+      await page.goto(`http://127.0.0.1:${pagePort}/`);
+      assert.equal(await failsWith(async () => {}), UNREACHABLE);
+      assert.equal(await page.locator("#agent option").count(), 0);
+      assert.equal(await page.isVisible("#retry"), true);
+      // Retry while agenthost is still down asks again, and says the same.
+      const asked = page.waitForResponse((r) => new URL(r.url()).pathname === "/api/agents");
+      assert.equal(await failsWith(retry), UNREACHABLE);
+      assert.equal((await asked).status(), 502);
+      // Sending with no agent loaded sends nothing: it asks for the agents again and says why not.
+      await page.fill("#input", "Hello once agenthost is up");
+      assert.equal(await failsWith(enter), `${UNREACHABLE} No agent could be loaded, so your message was not sent; it is still in the message box.`);
+      assert.equal(await page.inputValue("#input"), "Hello once agenthost is up");
+      assert.equal(await page.locator(".msg.human").count(), 0, "nothing looks sent");
+      assert.deepEqual(chatPosts, []);
+      await mkdir(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: new URL("chat-recovery-unreachable.png", ARTIFACTS).pathname, fullPage: true });
+      await startAgenthost(withAgents);
+      await answered(enter, FAKE);
+      assert.equal(await page.textContent(".msg.human"), "Hello once agenthost is up");
+      assert.equal(await page.inputValue("#input"), "");
+      assert.equal(await page.inputValue("#agent"), "chatbot-agent");
+    });
+
+    await t.test("agenthost stops mid-answer: what arrived stays, marked Interrupted; Retry once it is back sends the message again", async () => {
+      await page.selectOption("#agent", "stoppable-agent");
+      await page.fill("#input", "A long one, please");
+      await enter();
+      await page.waitForFunction((partial) => document.querySelector(".msg.streaming")?.textContent?.includes(partial), PARTIAL_ANSWER);
+      await stopAgenthost();
+      assert.equal(
+        await failsWith(async () => {}),
+        "The connection to agenthost was lost during the answer (agenthost may have stopped or restarted). Press Retry to send the message again.",
+      );
+      assert.equal(await page.locator(".msg.interrupted p").textContent(), PARTIAL_ANSWER);
+      assert.equal(await page.locator(".msg.interrupted .failed-note").textContent(), "Interrupted");
+      await page.screenshot({ path: new URL("chat-recovery-interrupted.png", ARTIFACTS).pathname, fullPage: true });
+      assert.equal(await page.locator(".msg.human").count(), 1);
+      await startAgenthost(withAgents);
+      await retry();
+      await page.waitForFunction((partial) => document.querySelector(".msg.streaming")?.textContent?.includes(partial), PARTIAL_ANSWER);
+      assert.equal(await error(), null);
+      assert.equal(await page.locator(".msg.interrupted").count(), 0, "the retried answer replaced the interrupted one");
+      assert.deepEqual(await page.locator(".msg.human").allTextContents(), ["A long one, please"]);
+      await page.click("#stop");
+      await page.waitForSelector(".msg.stopped .stopped-note");
+      await idle(page);
+    });
+
+    await t.test("agenthost restarted without the chosen agent: the page says so, switches agent, and the message waits in the box", async () => {
+      await stopAgenthost();
+      await startAgenthost("[]");
+      const humans = await page.locator(".msg.human").count();
+      await page.fill("#input", "Are you still there?");
+      assert.equal(
+        await failsWith(enter),
+        'agenthost no longer offers the agent "stoppable-agent", so the page switched to chatbot-agent (you can choose another agent above). Your message was not sent; it is back in the message box.',
+      );
+      assert.equal(await page.inputValue("#agent"), "chatbot-agent");
+      const agents = await page.$$eval("#agent option", (nodes) => nodes.map((n) => (n as HTMLOptionElement).value));
+      assert.ok(!agents.includes("stoppable-agent"), agents.join());
+      assert.equal(await page.inputValue("#input"), "Are you still there?");
+      assert.equal(await page.locator(".msg.human").count(), 0, `a new chat (it had ${humans} messages), with nothing that looks sent`);
+      assert.equal(new URL(page.url()).searchParams.get("agent"), "chatbot-agent");
+      await page.screenshot({ path: new URL("chat-recovery-agent-gone.png", ARTIFACTS).pathname, fullPage: true });
+      await answered(enter, FAKE);
+      assert.deepEqual(await page.locator(".msg.human").allTextContents(), ["Are you still there?"]);
+    });
+
+    await t.test("a wrong token: the page says which setting to fix; after the page's server restarts with the right one, Retry sends", async () => {
+      const thread = new URL(page.url()).searchParams.get("thread_id");
+      await stopPage();
+      await startPage("not-the-token");
+      await page.fill("#input", "Sent with the wrong token");
+      assert.equal(await failsWith(enter), `${TOKEN_REFUSED} Your message was not sent; it is back in the message box.`);
+      assert.equal(await page.getAttribute("#error", "data-status"), "401");
+      assert.equal(await page.inputValue("#input"), "Sent with the wrong token");
+      assert.deepEqual(await page.locator(".msg.human").allTextContents(), ["Are you still there?"]);
+      assert.equal(new URL(page.url()).searchParams.get("thread_id"), thread, "still the same conversation");
+      await stopPage();
+      await startPage(TEST_TOKEN);
+      await answered(retry, FAKE);
+      assert.deepEqual(await page.locator(".msg.human").allTextContents(), ["Are you still there?", "Sent with the wrong token"]);
+      assert.equal(await page.inputValue("#input"), "");
+    });
+
+    await t.test("no token when the page opens: it says so; once the page's server has the token, Retry loads the conversation", async () => {
+      await stopPage();
+      await startPage(undefined);
+      await page.reload();
+      assert.equal(await failsWith(async () => {}), TOKEN_REFUSED);
+      assert.equal(await page.locator(".msg").count(), 0);
+      await stopPage();
+      await startPage(TEST_TOKEN);
+      await retry();
+      await page.waitForFunction(() => document.querySelectorAll(".msg.human").length === 2);
+      await idle(page);
+      assert.equal(await error(), null);
+      assert.equal(await page.inputValue("#agent"), "chatbot-agent");
+    });
+
+    await t.test("the page's own server gone: the page says so, a new chat's message is kept and the chat not listed; Retry once it is back sends", async () => {
+      await page.click("#new-chat");
+      const listed = await page.locator("#thread-list button.thread").count();
+      await stopPage();
+      await page.fill("#input", "Is the page's server there?");
+      assert.equal(
+        await failsWith(enter),
+        "The chat page's server does not answer. Check that bin/chat-ui is still running, then press Retry. Your message was not sent; it is back in the message box.",
+      );
+      assert.equal(await page.locator(".msg").count(), 0);
+      assert.equal(new URL(page.url()).searchParams.get("thread_id"), null);
+      assert.equal(await page.locator("#thread-list button.thread").count(), listed);
+      await startPage(TEST_TOKEN);
+      await answered(retry, FAKE);
+      assert.deepEqual(await page.locator(".msg.human").allTextContents(), ["Is the page's server there?"]);
+    });
+
+    await t.test("a message that fails while a new one is being typed stays, marked Not sent; Retry sends it and keeps the new draft", async () => {
+      // The browser's request is held until the next draft is typed, then fails as a refused connection.
+      let held: (() => Promise<void>) | undefined;
+      const reached = new Promise<void>((resolve) => {
+        void page.route("**/api/chat", (route) => {
+          held = () => route.abort("connectionrefused");
+          resolve();
+        });
+      });
+      const humans = await page.locator(".msg.human").count();
+      await page.fill("#input", "Sent while the network fails");
+      await enter();
+      await reached;
+      await page.fill("#input", "The next draft");
+      assert.equal(
+        await failsWith(() => held!()),
+        "The chat page's server does not answer. Check that bin/chat-ui is still running, then press Retry. Your message was not sent.",
+      );
+      await page.unroute("**/api/chat");
+      assert.equal(await page.locator(".msg.human.not-sent").count(), 1);
+      assert.equal(await page.locator(".msg.human.not-sent .failed-note").textContent(), "Not sent");
+      assert.equal(await page.inputValue("#input"), "The next draft", "the new draft is left alone");
+      await answered(retry, FAKE);
+      assert.equal(await page.locator(".msg.human.not-sent").count(), 0);
+      assert.equal(await page.locator(".msg.human").count(), humans + 1);
+      assert.equal(await page.locator(".msg.human").last().textContent(), "Sent while the network fails");
+      assert.equal(await page.inputValue("#input"), "The next draft");
+      await page.fill("#input", "");
+    });
+
+    await t.test("no message went without an agent, and no internal validation text was shown", async () => {
+      assert.ok(chatPosts.length > 0);
+      for (const body of chatPosts) assert.match((JSON.parse(body) as { agent: string }).agent, /^[a-z-]+$/);
+      assert.doesNotMatch((await page.textContent("body")) ?? "", /Too small|expected string/);
+    });
+  } finally {
+    await page.close();
+    await stopPage();
+    await stopAgenthost();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
 const PNG_1PX = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "base64");
 
 /** Drop or paste files on the page, as a browser does with a real DataTransfer. */
@@ -1020,7 +1262,7 @@ test("the chat page in Chromium against a scripted agenthost", { skip: browserSk
       res.write(sseFrame({ type: "message", content: final }));
       res.end(sseFrame("[DONE]"));
     },
-    "POST /chatbot-agent/feedback": (_req, res) => sendJson(res, 201, {}),
+    "POST /chatbot-agent/feedback": (_req, res) => sendJson(res, 201, { feedback_id: "f-md", run_id: "run-md", key: "human-feedback-thumbs", delivery: "queued" }),
   });
   const page2 = await startChatServer({ agenthostUrl: upstream.url, authSecret: SCRIPTED_TOKEN, userId: "ui-user", host: "127.0.0.1", port: 0 });
   const page = await context.newPage();
@@ -1061,6 +1303,9 @@ test("the chat page in Chromium against a scripted agenthost", { skip: browserSk
       assert.equal(await page.locator(".msg.ai").count(), 1);
       await page.locator(".msg.ai .feedback-down").click();
       await page.waitForSelector(".feedback[data-sent='0']");
+      // Queued for a feedback destination: recorded, so thanked.
+      assert.equal(await page.textContent(".feedback-note"), "Thanks for the feedback.");
+      assert.equal(await page.locator(".feedback-down.chosen").count(), 1);
       const feedback = upstream.requests.find((r) => r.path === "/chatbot-agent/feedback");
       assert.ok(feedback);
       assert.equal(feedback.headers.authorization, `Bearer ${SCRIPTED_TOKEN}`);
@@ -1079,7 +1324,10 @@ test("the chat page in Chromium against a scripted agenthost", { skip: browserSk
       await send(page, "please fail");
       await page.waitForSelector("#error:not([hidden])");
       assert.match((await page.textContent("#error")) ?? "", /^The run failed\. \(the agent run failed: The agent run failed\.\)$/);
-      assert.equal((await page.locator(".msg.ai").last().textContent())?.trim(), "Half an answer");
+      // What arrived stays, marked: the answer is not complete.
+      assert.equal((await page.locator(".msg.ai.interrupted p").textContent())?.trim(), "Half an answer");
+      assert.equal(await page.locator(".msg.ai.interrupted .failed-note").textContent(), "Interrupted");
+      assert.equal(await page.locator(".msg.human.not-sent").count(), 0, "the message reached the agent");
     });
 
     await t.test("the token, the user id and the proof never reach the browser", async () => {

@@ -134,9 +134,11 @@ test("/api/chat streams tokens and trimmed messages; the proof stays on the serv
   });
 
   // Feedback on that run carries the proof the server kept.
-  upstream.route("POST /create-agent/feedback", (_req, res) => sendJson(res, 201, {}));
+  upstream.route("POST /create-agent/feedback", (_req, res) => sendJson(res, 201, { feedback_id: "f-1", run_id: "run-1", key: "human-feedback-thumbs", delivery: "queued" }));
   const feedback = await post("/api/feedback", { agent: "create-agent", run_id: "run-1", score: 1 });
   assert.equal(feedback.status, 200);
+  // Where agenthost says the feedback went reaches the page, so it thanks only for a recorded one.
+  assert.deepEqual(await feedback.json(), { delivery: "queued" });
   assert.deepEqual(JSON.parse(upstream.requests.at(-1)?.body ?? ""), {
     run_id: "run-1",
     key: "human-feedback-thumbs",
@@ -146,8 +148,16 @@ test("/api/chat streams tokens and trimmed messages; the proof stays on the serv
   });
   // A proof is only used for the agent that issued it.
   upstream.route("POST /chatbot-agent/feedback", (_req, res) => sendJson(res, 201, {}));
-  await post("/api/feedback", { agent: "chatbot-agent", run_id: "run-1", score: 0 });
+  const unsaid = await post("/api/feedback", { agent: "chatbot-agent", run_id: "run-1", score: 0 });
   assert.equal(JSON.parse(upstream.requests.at(-1)?.body ?? "").feedback_token, undefined);
+  // An agenthost that does not say where feedback goes: null. One that records it nowhere: skipped.
+  assert.deepEqual(await unsaid.json(), { delivery: null });
+  upstream.route("POST /chatbot-agent/feedback", (_req, res) =>
+    sendJson(res, 201, { feedback_id: "f-2", run_id: "run-1", key: "human-feedback-thumbs", delivery: "skipped", detail: "not recorded" }),
+  );
+  assert.deepEqual(await (await post("/api/feedback", { agent: "chatbot-agent", run_id: "run-1", score: 0 })).json(), { delivery: "skipped" });
+  upstream.route("POST /chatbot-agent/feedback", (_req, res) => sendJson(res, 201, { delivery: "<img src=x>" }));
+  assert.deepEqual(await (await post("/api/feedback", { agent: "chatbot-agent", run_id: "run-1", score: 0 })).json(), { delivery: null });
 });
 
 test("/api/chat keeps a given thread and reports agenthost's failures as error events", async () => {

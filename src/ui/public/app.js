@@ -52,6 +52,9 @@ const state = {
 
 const INPUT_PLACEHOLDER = els.input.placeholder;
 
+/** The longest message the page's server accepts (characters, after trimming). */
+const MAX_MESSAGE_CHARS = 100_000;
+
 // ---- rendering -------------------------------------------------------------------------------
 
 function textOf(content) {
@@ -107,7 +110,15 @@ function feedbackView(runId) {
   const give = async (score, chosen) => {
     up.disabled = down.disabled = true;
     try {
-      await api("/api/feedback", { agent: state.agent, run_id: runId, score });
+      const answer = await api("/api/feedback", { agent: state.agent, run_id: runId, score });
+      if (answer.delivery === "skipped") {
+        // agenthost acknowledged the rating but keeps it nowhere (no feedback destination): say so
+        // rather than thank. The buttons stay off: another click would go nowhere too.
+        box.dataset.delivery = "skipped";
+        note.textContent = "Not recorded: this server does not record feedback.";
+        up.title = down.title = "This server does not record feedback";
+        return;
+      }
       chosen.classList.add("chosen");
       note.textContent = "Thanks for the feedback.";
       box.dataset.sent = String(score);
@@ -404,10 +415,30 @@ function scrollDown() {
 
 // ---- errors ----------------------------------------------------------------------------------
 
+/** A failure as the page's server reports it: `{ message, kind, status, error_code, retry_after }`. */
 class PageError extends Error {
   constructor(info) {
     super(info.message);
     this.info = info;
+  }
+}
+
+/**
+ * The failure behind `error`. Errors the page makes itself (a file too large, a message too long)
+ * are of kind "page": their message is already written for the user.
+ */
+function infoOf(error) {
+  if (error instanceof PageError) return error.info;
+  return { message: String(error?.message ?? error), kind: "page", status: null, error_code: null, retry_after: null };
+}
+
+/** fetch from the page's own server; when that server does not answer at all, a PageError of kind "offline". */
+async function pageFetch(path, init = {}) {
+  try {
+    return await fetch(path, init);
+  } catch (error) {
+    if (init.signal?.aborted) throw error;
+    throw new PageError({ message: String(error?.message ?? error), kind: "offline", status: null, error_code: null, retry_after: null });
   }
 }
 
@@ -419,35 +450,84 @@ function retrySeconds(value) {
   return Number.isNaN(at) ? 0 : Math.max(0, Math.ceil((at - Date.now()) / 1000));
 }
 
-function describe(info) {
-  const detail = info.message ?? "Unknown error.";
+/**
+ * A failure in the user's words: what is wrong and what to do about it. `during` says what failed:
+ * "load" (asking for the agents), "answer" (an answer that had begun), else a request. The page
+ * server's own validation text is never shown (the page does not send what it would refuse).
+ */
+function describe(info, { during = "", agent = state.agent } = {}) {
+  const answer = during === "answer";
+  switch (info.kind) {
+    case "page":
+      return info.message;
+    case "offline":
+      return answer
+        ? "The connection to the chat page's server was lost during the answer. Check that bin/chat-ui is still running, then press Retry."
+        : "The chat page's server does not answer. Check that bin/chat-ui is still running, then press Retry.";
+    case "network":
+      return answer
+        ? "The connection to agenthost was lost during the answer (agenthost may have stopped or restarted). Press Retry to send the message again."
+        : "The chat page cannot reach agenthost. Check that agenthost is running and that the chat page's AGENTHOST_URL points at it, then press Retry.";
+    case "timeout":
+      return "agenthost took too long to answer. Press Retry to try again.";
+    case "protocol":
+      return "agenthost sent an answer the chat page cannot read. Check that the chat page's AGENTHOST_URL points at agenthost.";
+    case "event":
+      return `The run failed. (${info.message})`;
+    case "internal":
+      return `The chat page's server failed (${info.status ?? "no status"}); its output says why. Press Retry to try again.`;
+    case "request":
+      // The page's own server refused the request.
+      if (info.status === 413 || info.status === 421) return `${info.message.charAt(0).toUpperCase()}${info.message.slice(1)}.`;
+      if (info.status === 404 && answer) return "The chat page's server no longer has this answer (it was restarted). Open the conversation again to see what was saved.";
+      return `The chat page's server did not accept this request (${info.status}). The page may be out of date: reload it.`;
+  }
   switch (info.status) {
+    case 401:
+      return "agenthost did not accept the chat page's token. Set the chat page's AUTH_SECRET to a token agenthost accepts and restart the chat page, then press Retry.";
+    case 403:
+      if (info.error_code === "forbidden_user") {
+        return "agenthost does not let the chat page's token act for the chat page's user. Set CHAT_UI_USER_ID to the token's user (or leave it unset) and restart the chat page.";
+      }
+      if (info.error_code === "agent_forbidden") return `agenthost does not let this chat page use the agent "${agent}". Choose another agent.`;
+      if (info.error_code === "feedback_proof_required" || info.error_code === "feedback_proof_invalid") {
+        return "agenthost did not take this rating: the chat page no longer holds the answer's proof (the chat page was restarted, or the answer is old).";
+      }
+      return "agenthost refused this request (403): the chat page's token does not allow it.";
+    case 404:
+      if (info.error_code === "unknown_agent") return `agenthost no longer offers the agent "${agent}".`;
+      if (during === "load") return "What the chat page's AGENTHOST_URL points at does not answer like agenthost (404). Check AGENTHOST_URL.";
+      return "agenthost could not find what the page asked for (404).";
     case 409:
-      return `This conversation is busy with another request. Wait for it to finish, then send again. (${detail})`;
+      return "This conversation is busy with another request. Wait for it to finish, then send again.";
+    case 429:
+      return "agenthost is receiving too many requests (429). Wait a moment, then press Retry.";
     case 503: {
       const wait = info.retry_after ? ` Retry after ${info.retry_after}${/^\d+$/.test(info.retry_after) ? " s" : ""}.` : "";
-      return `agenthost is busy or unavailable (503).${wait} (${detail})`;
+      return `agenthost is busy or unavailable (503).${wait}`;
     }
-    case 401:
-    case 403:
-      return `agenthost refused the chat page's credentials (${info.status}). (${detail})`;
     default:
-      if (info.kind === "event") return `The run failed. (${detail})`;
-      if (info.kind === "network") return `agenthost cannot be reached. (${detail})`;
-      return detail;
+      if (info.status >= 500) return `agenthost failed to answer (${info.status}). Press Retry; if it keeps failing, agenthost's log says why.`;
+      return `agenthost refused the request (${info.status ?? "no status"}).`;
   }
 }
 
 /**
- * Show a failure; with `retry`, a Retry button that does it again, held back for the Retry-After a
- * 503 named (it counts down).
+ * Show a failure in the user's words; with `retry`, a Retry button that does it again, held back for
+ * the Retry-After a 503 named (it counts down). `context`: what failed (`during`, see describe), and a
+ * `note` said after it (what became of the message). An agent agenthost no longer offers is handled
+ * by agentGone, which loads the agents again.
  */
-function showError(error, retry = null) {
-  const info = error instanceof PageError ? error.info : { message: String(error?.message ?? error) };
+function showError(error, retry = null, context = {}) {
+  const info = infoOf(error);
+  if (info.error_code === "unknown_agent") {
+    void agentGone(state.agent, context);
+    return;
+  }
   const scroller = document.scrollingElement ?? document.documentElement;
   const atEnd = scroller.scrollHeight - scroller.scrollTop - window.innerHeight < 48;
   clearError();
-  els.error.textContent = describe(info);
+  els.error.textContent = context.note ? `${describe(info, context)} ${context.note}` : describe(info, context);
   els.error.dataset.status = info.status == null ? "" : String(info.status);
   els.error.hidden = false;
   // The error makes the message box taller: a reader at the end keeps the last message in view above it.
@@ -476,7 +556,7 @@ function clearError() {
 // ---- server calls ----------------------------------------------------------------------------
 
 async function api(path, body) {
-  const response = await fetch(path, body === undefined ? {} : {
+  const response = await pageFetch(path, body === undefined ? {} : {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
@@ -705,14 +785,49 @@ async function stopRun() {
 }
 
 /**
+ * Put a message that was not sent back in the message box, unless something new was typed there
+ * meanwhile. True when it is back.
+ */
+function restoreDraft(text, attachments) {
+  if (els.input.value.trim() !== "" || state.attachments.length > 0) return false;
+  els.input.value = text;
+  state.attachments = attachments;
+  showAttachments();
+  return true;
+}
+
+/** A new conversation whose first message was not sent does not exist: it leaves the sidebar and the URL. */
+function forgetThread(threadId) {
+  state.threadId = null;
+  state.started = null;
+  state.threads = state.threads.filter((thread) => thread.thread_id !== threadId);
+  for (const item of els.threadList.querySelectorAll("button.thread")) {
+    if (/** @type {HTMLElement} */ (item).dataset.threadId === threadId) item.closest("li")?.remove();
+  }
+  els.threadsEmpty.hidden = state.threads.length > 0;
+  updateUrl();
+}
+
+/**
  * Send a message and show the answer as it streams in. An answer to a paused run (`echo: false`) is
  * shown in its card rather than as a message of its own, as the service does not record it as one;
  * answers to questions go in `resume`, keyed by interrupt id.
+ *
+ * A message refused before its run began (agenthost unreachable, a refused token, a gone agent, a busy
+ * conversation) was not sent: its bubble goes, and the message goes back in the message box (or, when
+ * something new was typed there, its bubble stays marked "Not sent"). A failure after the answer began
+ * keeps what arrived, marked "Interrupted".
  */
 async function send(text, { echo = true, attachments = [], resume = undefined } = {}) {
   clearError();
   stopReading();
   disableOldInterrupts();
+  const threadBefore = state.threadId;
+  /** The page's server took the message (its first event came). */
+  let accepted = false;
+  /** The run answered something. */
+  let begun = false;
+  let interrupted = false;
   const blocks = [...(text ? [{ type: "text", text }] : []), ...attachments];
   const human = echo ? messageView({ type: "human", content: attachments.length ? blocks : text }) : [];
   els.messages.append(...human);
@@ -742,7 +857,7 @@ async function send(text, { echo = true, attachments = [], resume = undefined } 
     stream = new MarkdownStream(pending);
   };
   try {
-    let response = await fetch("/api/chat", {
+    let response = await pageFetch("/api/chat", {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({
@@ -760,12 +875,15 @@ async function send(text, { echo = true, attachments = [], resume = undefined } 
     }
     const handle = (event) => {
       if (event.type === "thread") {
+        accepted = true;
         state.threadId = event.thread_id;
         showNewThread(event.thread_id, text || textOf(attachments.map(({ type }) => ({ type }))));
         updateUrl();
       } else if (event.type === "token") {
+        begun = true;
         stream.append(event.content);
       } else if (event.type === "message" && event.content.type !== "human") {
+        begun = true;
         const message = event.content;
         const isAnswer = message.type === "ai" && (message.tool_calls ?? []).length === 0 && !message.interrupts;
         if (isAnswer && resume && answeredBefore(message)) {
@@ -819,7 +937,7 @@ async function send(text, { echo = true, attachments = [], resume = undefined } 
         if (controller.signal.aborted || error instanceof PageError || !streamId) throw error;
       }
       if (ended || !streamId) break;
-      if (++attempt > 5) throw new PageError({ message: "The connection to the chat page was lost.", kind: "network" });
+      if (++attempt > 5) throw new PageError({ message: "The connection to the chat page was lost.", kind: "offline", status: null, error_code: null, retry_after: null });
       pending.dataset.reconnecting = "true";
       await new Promise((resolve) => window.setTimeout(resolve, Math.min(200 * 2 ** (attempt - 1), 3000)));
       if (controller.signal.aborted) return;
@@ -838,7 +956,7 @@ async function send(text, { echo = true, attachments = [], resume = undefined } 
     }
   } catch (error) {
     if (controller.signal.aborted) return;
-    showError(error, () => {
+    const again = () => {
       // An answer to a question may have reached the run before the failure: show the conversation
       // as it is now, with what it still asks, rather than answer again.
       if (resume && state.threadId) {
@@ -848,7 +966,29 @@ async function send(text, { echo = true, attachments = [], resume = undefined } 
       for (const node of human) node.remove();
       pending.remove();
       void send(text, { echo, attachments });
-    });
+    };
+    const { kind } = infoOf(error);
+    // Refused before the run began: by the page's server or agenthost (an answer), or agenthost could
+    // not be reached, or the page's server could not be (before it took the message).
+    const notSent = !begun && (kind === "http" || kind === "request" || kind === "internal" || kind === "network" || (kind === "offline" && !accepted));
+    if (!notSent) {
+      interrupted = true;
+      showError(error, again, { during: "answer" });
+    } else if (!echo) {
+      showError(error, again);
+    } else {
+      if (threadBefore === null && state.threadId !== null) forgetThread(state.threadId);
+      const back = restoreDraft(text, attachments);
+      for (const node of human) {
+        if (back) node.remove();
+        else {
+          node.classList.add("not-sent");
+          node.append(element("div", "failed-note", "Not sent"));
+        }
+      }
+      const note = back ? "Your message was not sent; it is back in the message box." : "Your message was not sent.";
+      showError(error, back ? () => els.composer.requestSubmit() : again, { note, draft: back });
+    }
   } finally {
     // `pending` holds what streamed after the last complete message, if anything.
     stream.finish();
@@ -856,6 +996,9 @@ async function send(text, { echo = true, attachments = [], resume = undefined } 
     if (stopped && (stream.text !== "" || !answered)) {
       pending.classList.add("stopped");
       pending.append(element("div", "stopped-note", "Stopped"));
+    } else if (interrupted && stream.text !== "") {
+      pending.classList.add("interrupted");
+      pending.append(element("div", "failed-note", "Interrupted"));
     } else if (stream.text === "") pending.remove();
     if (state.running === controller) state.running = null;
     state.started = null;
@@ -878,6 +1021,19 @@ function bindControls() {
     event.preventDefault();
     const text = els.input.value.trim();
     if ((!text && state.attachments.length === 0) || document.body.dataset.state === "busy" || openInterrupt()) return;
+    if (text.length > MAX_MESSAGE_CHARS) {
+      showError(new Error(`The message is too long: at most ${MAX_MESSAGE_CHARS.toLocaleString("en")} characters. It was not sent.`));
+      return;
+    }
+    if (!state.agent) {
+      // No agent is loaded (agenthost was down, or refused the token, when the page opened): nothing is
+      // sent, the message stays in the box, and the agents are asked for again; once they come, it goes.
+      const resend = () => els.composer.requestSubmit();
+      void ready({ retry: resend, note: "No agent could be loaded, so your message was not sent; it is still in the message box." }).then((loaded) => {
+        if (loaded) resend();
+      });
+      return;
+    }
     els.input.value = "";
     const attachments = state.attachments;
     state.attachments = [];
@@ -930,26 +1086,25 @@ function bindControls() {
     document.body.dataset.sidebar = "closed";
     els.toggleSidebar.setAttribute("aria-expanded", "false");
   });
-  els.agent.addEventListener("change", () => {
-    state.agent = els.agent.value;
-    showAgentDescription();
-    newChat();
-    void loadThreads();
-  });
+  els.agent.addEventListener("change", () => useAgent(els.agent.value));
 }
 
-async function start() {
-  bindControls();
-  bindAttachments();
-  setBusy(true);
-  let info;
-  try {
-    info = await api("/api/agents");
-  } catch (error) {
-    showError(error, () => location.reload());
-    setBusy(false);
-    return;
-  }
+/** Talk to `agent` from now on: a new chat, and its conversations in the sidebar. */
+function useAgent(agent) {
+  state.agent = agent;
+  els.agent.value = agent;
+  showAgentDescription();
+  newChat();
+  void loadThreads();
+}
+
+/**
+ * Ask for the agents and the upload limits, and list the agents; the chosen agent stays chosen while
+ * it is listed. An empty list is a failure.
+ */
+async function loadAgents() {
+  const info = await api("/api/agents");
+  if (!Array.isArray(info.agents) || info.agents.length === 0) throw new Error("agenthost offers no agents. Check its AGENT_PATHS, then press Retry.");
   state.agents = info.agents;
   if (info.limits) state.limits = info.limits;
   els.attach.hidden = state.limits.max_attachments === 0;
@@ -958,6 +1113,52 @@ async function start() {
     option.value = a.key;
     return option;
   }));
+  if (info.agents.some((a) => a.key === state.agent)) els.agent.value = state.agent;
+  return info;
+}
+
+/**
+ * agenthost answered that it has no agent named `gone` (404 unknown_agent; restarted with other
+ * AGENT_PATHS, say). List the agents again: when `gone` is not among them, switch to the default
+ * agent in a new chat and say so; a message that was not sent is in the message box
+ * (`context.draft`), ready to go to the new agent.
+ */
+async function agentGone(gone, context) {
+  let info;
+  try {
+    info = await loadAgents();
+  } catch (error) {
+    showError(error, () => void ready(), { during: "load" });
+    return;
+  }
+  const message = context.draft ? " Your message was not sent; it is back in the message box." : "";
+  if (info.agents.some((a) => a.key === gone)) {
+    // Listed again already (agenthost came back with it).
+    showError(new Error(`agenthost did not find the agent "${gone}", but lists it again now.${message}`), context.draft ? () => els.composer.requestSubmit() : null);
+    return;
+  }
+  const next = info.agents.some((a) => a.key === info.default_agent) ? info.default_agent : info.agents[0].key;
+  useAgent(next);
+  showError(new Error(`agenthost no longer offers the agent "${gone}", so the page switched to ${next} (you can choose another agent above).${message}`));
+}
+
+/**
+ * Load the agents, then what the URL names. At start, and again after a failure (Retry, or sending a
+ * message): the page recovers in place once agenthost answers or the chat page's token is fixed,
+ * without a reload. False when the agents could not be loaded; the failure is shown, with a Retry
+ * that does `context.retry` (by default, this again) and the `context.note`.
+ */
+async function ready(context = {}) {
+  setBusy(true);
+  let info;
+  try {
+    info = await loadAgents();
+  } catch (error) {
+    setBusy(false);
+    showError(error, context.retry ?? (() => void ready()), { during: "load", note: context.note });
+    return false;
+  }
+  clearError();
   const params = new URLSearchParams(location.search);
   const wanted = params.get("agent");
   const known = info.agents.some((a) => a.key === wanted);
@@ -975,6 +1176,9 @@ async function start() {
     updateUrl();
   }
   await threads;
+  return true;
 }
 
-void start();
+bindControls();
+bindAttachments();
+void ready();
