@@ -4,14 +4,17 @@
 // is configured, conversations in data/agenthost.sqlite so they survive the restarts, readable logs,
 // and a restart whenever a file under src/ or workers/, or an AGENT_PATHS file, changes (node --watch).
 // Every default gives way to a variable in .env (in the working directory, if there is one; see
-// .env.example), and that to one set in the environment. Node flags pass through:
-// `npm run dev -- --inspect` (the primary on 9229, the worker on 9230: attach there).
+// .env.example), and that to one set in the environment; .env is read once, when it starts. Node
+// flags pass through: `npm run dev -- --inspect` (the primary on 9229, the worker on 9230: attach there).
+// The banner is printed once the service listens. If it refuses to start the first time (PORT in
+// use, an invalid setting), its one-line refusal is all that is printed and this exits 2, as
+// bin/agenthost does: a file change would not fix that. Later, a restart that fails waits for the
+// next change.
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { parseEnv } from "node:util";
+import { DOTENV_SWITCH, loadDotEnv } from "../bin/lib/dot-env.js";
 import { prettyLine } from "./pretty-logs.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -46,25 +49,70 @@ export function agentFiles(agentPaths) {
   }
 }
 
-/** The working directory's .env, if any (Node's own parser: `NAME=value` lines, # comments). */
-function dotEnv() {
-  const file = path.resolve(".env");
-  return existsSync(file) ? parseEnv(readFileSync(file, "utf8")) : {};
-}
+/** A startup refusal's first line, as bin/agenthost prints it on stderr. */
+const REFUSAL = /^agenthost cannot start[:;]/;
+/** node --watch's note that the service exited with an error ("Failed running '…'", maybe coloured); never a JSON log line. */
+const WATCH_FAILED = /^(?!\{).*Failed running /;
+/** Levels at which the service writes no "listening" line to wait for. */
+const QUIET_LEVELS = new Set(["warn", "error", "fatal", "silent"]);
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const env = devEnvironment({ ...dotEnv(), ...process.env });
+  // .env is read here, once, under the environment; the service gets the result and reads no file itself.
+  const given = { ...process.env };
+  loadDotEnv(given);
+  const env = { ...devEnvironment(given), [DOTENV_SWITCH]: "off" };
   const watched = [path.join(ROOT, "src"), path.join(ROOT, "workers"), ...agentFiles(env.AGENT_PATHS)];
   const args = [...watched.map((p) => `--watch-path=${p}`), "--watch-preserve-output", ...process.argv.slice(2), path.join(ROOT, "bin/agenthost")];
-  const child = spawn(process.execPath, args, { env, stdio: ["inherit", "pipe", "inherit"] });
+  const child = spawn(process.execPath, args, { env, stdio: ["inherit", "pipe", "pipe"] });
   const color = process.stdout.isTTY === true;
-  process.stdout.write(
-    `agenthost dev: http://${env.HOST}:${env.PORT ?? 8080} (${env.USE_FAKE_MODEL === "true" ? "fake model" : "configured models"}, ${env.MEMORY_BACKEND}); restarts on changes to src/, workers/${watched.length > 2 ? " and AGENT_PATHS files" : ""}; Ctrl-C stops\n`,
-  );
-  const lines = createInterface({ input: child.stdout });
-  lines.on("line", (line) => process.stdout.write(`${prettyLine(line, color) ?? line}\n`));
+  let announced = false;
+  const announce = (port) => {
+    if (announced) return;
+    announced = true;
+    process.stdout.write(
+      `agenthost dev: http://${env.HOST}:${port} (${env.USE_FAKE_MODEL === "true" ? "fake model" : "configured models"}, ${env.MEMORY_BACKEND}); restarts on changes to src/, workers/${watched.length > 2 ? " and AGENT_PATHS files" : ""}; Ctrl-C stops\n`,
+    );
+  };
+  // Without a "listening" line to wait for, the banner comes first, as it cannot say more.
+  if (QUIET_LEVELS.has(env.LOG_LEVEL)) announce(env.PORT ?? 8080);
+  /** The service has listened at least once: from then on a failed restart waits for the next change. */
+  let listened = false;
+  /** It refused to start before it ever listened: this stops, exit 2. */
+  let refused = false;
+
+  createInterface({ input: child.stderr }).on("line", (line) => {
+    process.stderr.write(`${line}\n`);
+    if (listened || refused || !REFUSAL.test(line)) return;
+    refused = true;
+    // The rest of the refusal (one line per problem) came in the same write: let it through, then stop watching.
+    setImmediate(() => child.kill("SIGTERM"));
+  });
+  createInterface({ input: child.stdout }).on("line", (line) => {
+    if (refused) return;
+    if (!listened && WATCH_FAILED.test(line)) {
+      // The refusal that explains this exit, written before it, may still be waiting in the stderr pipe.
+      setImmediate(() => refused || process.stdout.write(`${line}\n`));
+      return;
+    }
+    process.stdout.write(`${prettyLine(line, color) ?? line}\n`);
+    const entry = logEntry(line);
+    if (entry?.msg === "listening") {
+      listened = true;
+      announce(entry.port ?? env.PORT ?? 8080);
+    }
+  });
   // Ctrl-C reaches the whole process group; wait for agenthost to drain and exit with its code.
   process.on("SIGINT", () => {});
   process.on("SIGTERM", () => child.kill("SIGTERM"));
-  child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+  child.on("exit", (code, signal) => process.exit(refused ? 2 : (code ?? (signal ? 1 : 0))));
+}
+
+/** A JSON log line of the service, or undefined for any other line. */
+function logEntry(line) {
+  if (!line.startsWith("{")) return undefined;
+  try {
+    return JSON.parse(line);
+  } catch {
+    return undefined;
+  }
 }

@@ -56,9 +56,9 @@ export function renderEnvExample(readme: string): string {
   const out = [
     "# Every setting agenthost reads, with its default. Generated from src/config/schema.ts (meanings from",
     "# README.md, Configuration) by `npm run env:example`; do not edit by hand.",
-    "# agenthost reads its environment only: copy this file to .env, uncomment what you change, and load it",
-    "# with `node --env-file=.env bin/agenthost`, your process manager or docker compose (`env_file`).",
-    "# `npm run dev` reads .env by itself. Empty values count as unset.",
+    "# Copy this file to .env and uncomment what you change: agenthost, its other commands and `npm run dev`",
+    "# read .env from the working directory (a variable set in the environment wins; AGENTHOST_DOTENV=off",
+    "# reads no file). Keep .env out of version control (.gitignore lists it). Empty values count as unset.",
     "# With ENV_MODE=production (the default) set AUTH_SECRET, AUTH_USERS or AUTH_JWT_ISSUER: production refuses to start without",
     "# a credential. Every other setting may stay as it is here.",
     "",

@@ -4,6 +4,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { loadDotEnv } from "./dot-env.js";
 
 /** The package's root folder (the checkout, or node_modules/agenthost when installed). */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -53,10 +54,12 @@ export function distIsCurrent() {
 /**
  * Run one entry module in this process, `entry` named without extension from the package root
  * (`src/cluster/main`): the compiled `dist/<entry>.js` when dist/ is current, else the TypeScript
- * source through tsx's loader (a source checkout with its development dependencies). Nothing is
- * printed either way: scripts read these commands' output.
+ * source through tsx's loader (a source checkout with its development dependencies). First the
+ * working directory's .env is read into the environment (./dot-env.js; one line on stderr names the
+ * file when there is one). Nothing is printed on stdout either way: scripts read these commands' output.
  */
 export async function runEntry(entry) {
+  loadDotEnv();
   if (distIsCurrent()) {
     await import(pathToFileURL(path.join(PACKAGE_ROOT, "dist", `${entry}.js`)).href);
     return;

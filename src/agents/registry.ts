@@ -4,7 +4,7 @@ import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import type { ActiveShortcuts } from "../config/library-shortcuts.ts";
 import { startupRefusalText } from "../config/load.ts";
-import type { Config } from "../config/schema.ts";
+import { BUILTIN_AGENT_NAMES, type Config } from "../config/schema.ts";
 import type { ModelCatalog } from "../models/catalog.ts";
 import { unwrapGraph, type Agent, type RegisteredAgent } from "./agent.ts";
 import { builtinAgents } from "./builtin/index.ts";
@@ -61,8 +61,18 @@ const RESERVED_NAMES = new Set([
   "store",
 ]);
 
+/** Why DEFAULT_AGENT is not served, naming the agents that are (and BUILTIN_AGENTS when it left the agent out). */
+function defaultAgentProblem(config: Config, served: readonly string[]): string {
+  const name = config.DEFAULT_AGENT;
+  const choices = served.length ? served.join(", ") : "none";
+  if ((BUILTIN_AGENT_NAMES as readonly string[]).includes(name)) {
+    return `DEFAULT_AGENT "${name}" is a built-in agent BUILTIN_AGENTS leaves out: add it to BUILTIN_AGENTS, or set DEFAULT_AGENT to an agent that is served (served: ${choices})`;
+  }
+  return `DEFAULT_AGENT "${name}" is not a registered agent (registered: ${choices})`;
+}
+
 /**
- * Load built-in and AGENT_PATHS agents, build each graph once with the service's checkpointer
+ * Load the built-in agents BUILTIN_AGENTS names and the AGENT_PATHS agents, build each graph once with the service's checkpointer
  * and callback handlers, validate the whole set and freeze it. Any problem stops startup; nothing is skipped.
  */
 export async function buildAgentRegistry(deps: RegistryDependencies): Promise<AgentRegistry> {
@@ -112,11 +122,7 @@ export async function buildAgentRegistry(deps: RegistryDependencies): Promise<Ag
       problems.push(`${origin}: building agent "${agent.name}" failed: ${(error as Error).message}`);
     }
   }
-  if (!problems.length && !agents.has(config.DEFAULT_AGENT)) {
-    problems.push(
-      `DEFAULT_AGENT "${config.DEFAULT_AGENT}" is not a registered agent (registered: ${[...agents.keys()].join(", ")})`,
-    );
-  }
+  if (!problems.length && !agents.has(config.DEFAULT_AGENT)) problems.push(defaultAgentProblem(config, [...agents.keys()]));
   if (problems.length) throw new AgentRegistryError(problems);
 
   const frozen = new Map(agents);

@@ -9,6 +9,7 @@ import { PrimaryMetrics, renderClusterMetrics, type MetricsJson } from "../obser
 import { checkTypeScriptAgents, TypeScriptAgentRefusal } from "../agents/typescript-loader.ts";
 import { PrimaryBrokers } from "../coordination/brokers.ts";
 import { FairShareLimits } from "../admission/fair-share-limits.ts";
+import { warnIfFeedbackGoesNowhere } from "../feedback/delivery.ts";
 import { MetricsLedger } from "./metrics-ledger.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import { checkDatabase, checkRedis } from "./dependency-checks.ts";
@@ -68,6 +69,7 @@ export async function runPrimary(): Promise<void> {
   logFatalErrors(logger);
   // One warning per library shortcut left off for a version; the workers decide alike and log theirs at debug.
   decideLibraryShortcuts(config.LIBRARY_SHORTCUTS, logger);
+  warnIfFeedbackGoesNowhere(config, logger);
   const supervisor = new Supervisor(config, logger);
   await supervisor.start();
 }

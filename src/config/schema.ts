@@ -110,6 +110,39 @@ function isAllowedHostEntry(entry: string): boolean {
   return version !== 0 || /^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/.test(address);
 }
 
+/**
+ * The demo agents agenthost carries (src/agents/builtin), in the order it serves them. BUILTIN_AGENTS
+ * chooses which of them are served; `none` serves none.
+ */
+export const BUILTIN_AGENT_NAMES = ["chatbot-agent", "create-agent", "deep-agent"] as const;
+export type BuiltinAgentName = (typeof BUILTIN_AGENT_NAMES)[number];
+
+/** BUILTIN_AGENTS: a comma list of built-in agent names, or `none`; the result in BUILTIN_AGENT_NAMES's order, once each. */
+const builtinAgentList = () =>
+  z.preprocess(
+    unsetIfEmpty,
+    z
+      .string()
+      .transform((raw, ctx) => {
+        const names = raw.split(",").map((name) => name.trim()).filter(Boolean);
+        const valid = `${BUILTIN_AGENT_NAMES.join(", ")}, or none`;
+        const none = names.filter((name) => name.toLowerCase() === "none").length;
+        if (none && none === names.length) return [];
+        if (none) {
+          ctx.addIssue({ code: "custom", message: `mixes none with agent names: write none alone, or a comma list of ${BUILTIN_AGENT_NAMES.join(", ")}` });
+          return z.NEVER;
+        }
+        const unknown = names.filter((name) => !(BUILTIN_AGENT_NAMES as readonly string[]).includes(name));
+        if (unknown.length || !names.length) {
+          const what = unknown.length ? `names ${unknown.map((name) => JSON.stringify(name)).join(", ")}, which ${unknown.length > 1 ? "are not built-in agents" : "is not a built-in agent"}` : "lists no agent";
+          ctx.addIssue({ code: "custom", message: `${what}: write a comma list of ${valid}` });
+          return z.NEVER;
+        }
+        return BUILTIN_AGENT_NAMES.filter((name) => names.includes(name));
+      })
+      .default([...BUILTIN_AGENT_NAMES]),
+  );
+
 export const modelConfigSchema = z.strictObject({
   provider: z.enum(["openai", "anthropic", "google", "fake"]),
   model: nonEmpty,
@@ -182,6 +215,7 @@ export const configShape = {
   // Agents
   AGENT_PATHS: json(z.array(nonEmpty), [], agentPathsFormat),
   DEFAULT_AGENT: z.preprocess(unsetIfEmpty, z.string().default("chatbot-agent")),
+  BUILTIN_AGENTS: builtinAgentList(),
   USE_FAKE_MODEL: bool(false),
   MODEL_CONFIGS: json(z.record(z.string(), modelConfigSchema), {}),
   DEFAULT_MODEL: text(),

@@ -42,6 +42,10 @@ export const feedbackResponseSchema = z
     run_id: z.string(),
     key: z.string(),
     delivery: z.enum(["delivered", "queued", "skipped"]).describe("skipped: OBSERVABILITY_BACKEND=empty"),
+    detail: z
+      .string()
+      .optional()
+      .describe("Only when delivery is skipped: in plain words, that no feedback destination is configured and this feedback was not recorded."),
   })
   .register(namedSchemas, { id: "FeedbackResponse" });
 export type FeedbackResponse = z.input<typeof feedbackResponseSchema>;

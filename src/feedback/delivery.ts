@@ -1,3 +1,4 @@
+import cluster from "node:cluster";
 import type { Config } from "../config/schema.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import type { Logger } from "../observability/logger.ts";
@@ -14,13 +15,35 @@ export interface FeedbackDelivery {
   close(): Promise<void>;
 }
 
+/** The feedback answer's `detail` when it was recorded nowhere (delivery "skipped"). */
+export const NOT_RECORDED_DETAIL = "No feedback destination is configured (OBSERVABILITY_BACKEND); this feedback was not recorded.";
+
+/** Where a startup warning goes (a pino logger is one). */
+interface Warnings {
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+/**
+ * With OBSERVABILITY_BACKEND=empty, say once at startup that feedback is kept nowhere. The primary
+ * says it for its workers; a worker says it only when it runs alone (its copy under a primary is a
+ * debug line).
+ */
+export function warnIfFeedbackGoesNowhere(config: Pick<Config, "OBSERVABILITY_BACKEND">, warnings: Warnings): void {
+  if (config.OBSERVABILITY_BACKEND !== "empty") return;
+  warnings.warn(
+    { setting: "OBSERVABILITY_BACKEND" },
+    'feedback is not recorded: OBSERVABILITY_BACKEND is empty, so POST /feedback answers delivery "skipped" and keeps nothing; set it to langfuse or langsmith to keep feedback',
+  );
+}
+
 export interface DeliveryOptions {
   /** Run the queue consumer in this process (default true when the queue is used). */
   readonly consume?: boolean;
 }
 
 /**
- * - OBSERVABILITY_BACKEND=empty: nothing to deliver to; feedback is acknowledged ("skipped").
+ * - OBSERVABILITY_BACKEND=empty: nothing to deliver to; feedback is acknowledged ("skipped", with a
+ *   detail saying it was not recorded), and startup says so once (warnIfFeedbackGoesNowhere).
  * - REDIS_URL set: a BullMQ job per feedback; the consumer retries through backend outages.
  *   Each HTTP worker also runs a consumer unless told not to (workers/jobs.ts runs one alone).
  * - otherwise inline: the request waits for the backend; a failure is reported (feedback_unavailable)
@@ -33,6 +56,7 @@ export function createFeedbackDelivery(
   options: DeliveryOptions = {},
 ): FeedbackDelivery {
   if (backend.kind === "empty") {
+    warnIfFeedbackGoesNowhere(config, cluster.isWorker ? { warn: (fields, message) => logger.debug(fields, message) } : logger);
     return { mode: "none", submit: async () => "skipped", close: async () => {} };
   }
   if (config.REDIS_URL) {

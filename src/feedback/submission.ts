@@ -6,7 +6,7 @@ import type { FeedbackRequest } from "../contract/requests.ts";
 import type { FeedbackResponse } from "../contract/responses.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import type { Logger } from "../observability/logger.ts";
-import type { FeedbackDelivery } from "./delivery.ts";
+import { NOT_RECORDED_DETAIL, type FeedbackDelivery } from "./delivery.ts";
 import { feedbackRecord, isReservedName, ordinaryMetadata } from "./record.ts";
 
 /**
@@ -71,5 +71,5 @@ export async function submitFeedback(
   const metadata = { ...ordinaryMetadata(extra), ...unpacked.metadata };
   const record = feedbackRecord({ agentId: agent.name, runId: run_id, userId, key, score, comment: unpacked.comment, metadata });
   const delivery = await deps.delivery.submit(record, signal, logger);
-  return { feedback_id: record.id, run_id, key, delivery };
+  return { feedback_id: record.id, run_id, key, delivery, ...(delivery === "skipped" ? { detail: NOT_RECORDED_DETAIL } : {}) };
 }

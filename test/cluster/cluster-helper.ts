@@ -49,7 +49,8 @@ export interface ClusterOptions {
 /**
  * bin/agenthost with the fake model, the slow test agent, a token, two workers, a SQLite file and
  * ports of its own, plus `env`. The environment is built from scratch: nothing leaks in from the
- * test runner. (The memory backend runs one worker only: each worker would keep its own.)
+ * test runner, nor from a developer's .env in the checkout it runs in (AGENTHOST_DOTENV=off). (The
+ * memory backend runs one worker only: each worker would keep its own.)
  */
 export async function startCluster(env: Record<string, string> = {}, options: ClusterOptions = {}): Promise<Cluster> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
@@ -58,6 +59,7 @@ export async function startCluster(env: Record<string, string> = {}, options: Cl
   const fullEnv: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: process.env.HOME ?? "/tmp",
+    AGENTHOST_DOTENV: "off",
     USE_FAKE_MODEL: "true",
     AUTH_SECRET: TOKEN,
     HOST: "127.0.0.1",

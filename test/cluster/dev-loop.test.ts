@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import { after, test } from "node:test";
 import { FAKE_PROVIDER_ANSWER, FAKE_PROVIDER_KEY, startFakeProvider } from "../fixtures/providers/fake-provider.ts";
@@ -16,8 +17,8 @@ const dir = mkdtempSync(path.join(ROOT, "test/artifacts", "dev-loop-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A copy of what `npm run dev` runs (no dist/: it runs the sources through tsx), sharing node_modules. */
-function copyOfCheckout(): string {
-  const copy = path.join(dir, "checkout");
+function copyOfCheckout(name = "checkout"): string {
+  const copy = path.join(dir, name);
   for (const part of ["src", "workers", "bin", "scripts", "package.json", "tsconfig.json"]) {
     cpSync(path.join(ROOT, part), path.join(copy, part), { recursive: true });
   }
@@ -56,6 +57,8 @@ async function startDev(checkout: string, env: Record<string, string>): Promise<
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: process.env.HOME ?? dir,
+      // The second test runs the checkout itself: a developer's .env there must not change it.
+      AGENTHOST_DOTENV: "off",
       PORT: String(port),
       METRICS_PORT: String(metricsPort),
       ...env,
@@ -137,4 +140,64 @@ test("npm run dev with a provider key: the configured model answers, not the fak
     assert.equal(await dev.stop(), 0, dev.output());
     await provider.close();
   }
+});
+
+/**
+ * A checkout of its own for the refusal tests: nothing another test (or anyone) changes under the
+ * watched src/ while they run restarts their service.
+ */
+let refusalsCheckout: string | undefined;
+
+/** `node scripts/dev.mjs` started in `cwd` with only PATH, HOME and `env`: its exit code and everything it printed. */
+function runDevUntilExit(cwd: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  refusalsCheckout ??= copyOfCheckout("checkout-refusals");
+  const child = spawn(process.execPath, [path.join(refusalsCheckout, "scripts/dev.mjs")], {
+    cwd,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? dir, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
+  child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+  return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
+}
+
+/** A TCP port this test holds on 127.0.0.1 until `release`. */
+async function heldPort(): Promise<{ port: number; release(): Promise<void> }> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { port: (server.address() as net.AddressInfo).port, release: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+test("npm run dev on a busy port: only the service's one-line refusal, exit 2 (no banner, no waiting for changes)", { timeout: 120_000 }, async () => {
+  const held = await heldPort();
+  const cwd = mkdtempSync(path.join(dir, "busy-"));
+  try {
+    const run = await runDevUntilExit(cwd, { PORT: String(held.port), METRICS_PORT: "0" });
+    assert.equal(run.code, 2, run.stdout + run.stderr);
+    assert.equal(run.stdout, "");
+    assert.equal(run.stderr, `agenthost cannot start: PORT ${held.port} is already in use on 127.0.0.1: stop the process holding it, or set PORT to a free port\n`);
+
+    // The same PORT from a .env in the folder it starts in: the line naming the file, then the refusal.
+    writeFileSync(path.join(cwd, ".env"), `PORT=${held.port}\nMETRICS_PORT=0\n`);
+    const fromFile = await runDevUntilExit(cwd, {});
+    assert.equal(fromFile.code, 2, fromFile.stdout + fromFile.stderr);
+    assert.equal(fromFile.stdout, "");
+    assert.equal(
+      fromFile.stderr,
+      `agenthost: settings read from ${path.join(cwd, ".env")} (variables set in the environment win)\n` +
+        `agenthost cannot start: PORT ${held.port} is already in use on 127.0.0.1: stop the process holding it, or set PORT to a free port\n`,
+    );
+  } finally {
+    await held.release();
+  }
+});
+
+test("npm run dev with an invalid setting: every problem, as bin/agenthost lists them, and exit 2", { timeout: 120_000 }, async () => {
+  const cwd = mkdtempSync(path.join(dir, "invalid-"));
+  const run = await runDevUntilExit(cwd, { PORT: "eighty", AUTH_MODE: "open", METRICS_PORT: "0" });
+  assert.equal(run.code, 2, run.stdout + run.stderr);
+  assert.equal(run.stdout, "");
+  assert.equal(run.stderr, "agenthost cannot start; fix the configuration:\n  - PORT must be an integer\n  - AUTH_MODE must be trusted or token\n");
 });

@@ -22,7 +22,7 @@ function runPrimary(env: Record<string, string>, cwd = ROOT): Promise<Outcome> {
   return new Promise((resolve) => {
     const child = spawn(path.join(ROOT, "bin/agenthost"), [], {
       cwd,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", USE_FAKE_MODEL: "true", AUTH_SECRET: TOKEN, HOST: "127.0.0.1", PORT: "0", METRICS_PORT: "0", ...env },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", AGENTHOST_DOTENV: "off", USE_FAKE_MODEL: "true", AUTH_SECRET: TOKEN, HOST: "127.0.0.1", PORT: "0", METRICS_PORT: "0", ...env },
     });
     let stdout = "";
     let stderr = "";

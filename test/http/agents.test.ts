@@ -53,7 +53,7 @@ test("registry problems stop startup naming the offending string", async () => {
 
 test("bin/agenthost refuses to start on bad configuration, listing every problem, exit non-zero", () => {
   const result = spawnSync("bin/agenthost", [], {
-    env: { PATH: process.env.PATH, AUTH_MODE: "nope", AGENT_PATHS: "[", FEEDBACK_SIGNING_SECRET: "short", USE_FAKE_MODEL: "true" },
+    env: { PATH: process.env.PATH, AGENTHOST_DOTENV: "off", AUTH_MODE: "nope", AGENT_PATHS: "[", FEEDBACK_SIGNING_SECRET: "short", USE_FAKE_MODEL: "true" },
     encoding: "utf8",
     timeout: 60_000,
   });
@@ -65,7 +65,7 @@ test("bin/agenthost refuses to start on bad configuration, listing every problem
 
   const registry = spawnSync("bin/agenthost", [], {
     // Ports of its own (0): the default PORT and METRICS_PORT may be taken by another process on this machine.
-    env: { PATH: process.env.PATH, AUTH_SECRET: "x", USE_FAKE_MODEL: "true", DEFAULT_AGENT: "ghost", MEMORY_BACKEND: "memory", PORT: "0", METRICS_PORT: "0", HOST: "127.0.0.1" },
+    env: { PATH: process.env.PATH, AGENTHOST_DOTENV: "off", AUTH_SECRET: "x", USE_FAKE_MODEL: "true", DEFAULT_AGENT: "ghost", MEMORY_BACKEND: "memory", PORT: "0", METRICS_PORT: "0", HOST: "127.0.0.1" },
     encoding: "utf8",
     timeout: 60_000,
   });

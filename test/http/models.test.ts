@@ -226,7 +226,7 @@ describe("default and deep-agent models", { concurrency: false }, () => {
     const root = path.resolve(import.meta.dirname, "../..");
     const child = spawn(path.join(root, "bin/agenthost"), [], {
       // Ports of its own (0): the default METRICS_PORT may be taken by another process on this machine.
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, AUTH_SECRET: TEST_TOKEN, PORT: "0", METRICS_PORT: "0", HOST: "127.0.0.1" },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, AGENTHOST_DOTENV: "off", AUTH_SECRET: TEST_TOKEN, PORT: "0", METRICS_PORT: "0", HOST: "127.0.0.1" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stderr = "";

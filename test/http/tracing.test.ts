@@ -411,7 +411,7 @@ test("an unknown protocol is refused at startup in one line naming the variable 
   const root = path.resolve(import.meta.dirname, "../..");
   const child = spawn(path.join(root, "bin/agenthost"), [], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", USE_FAKE_MODEL: "true", AUTH_SECRET: "s", HOST: "127.0.0.1", PORT: "0", METRICS_PORT: "0", OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_EXPORTER_OTLP_PROTOCOL: "protobuf" },
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", AGENTHOST_DOTENV: "off", USE_FAKE_MODEL: "true", AUTH_SECRET: "s", HOST: "127.0.0.1", PORT: "0", METRICS_PORT: "0", OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_EXPORTER_OTLP_PROTOCOL: "protobuf" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";

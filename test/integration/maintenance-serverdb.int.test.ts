@@ -13,7 +13,7 @@ const BIN = fileURLToPath(new URL("../../bin/maintenance", import.meta.url));
 
 function maintenance(args: readonly string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(BIN, args, { env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env } }, (error, stdout, stderr) => {
+    execFile(BIN, args, { env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", AGENTHOST_DOTENV: "off", ...env } }, (error, stdout, stderr) => {
       resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });

@@ -29,7 +29,7 @@ interface Exit {
 
 function maintenance(args: readonly string[]): Promise<Exit> {
   return new Promise((resolve) => {
-    execFile(BIN, args, { env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" } }, (error, stdout, stderr) => {
+    execFile(BIN, args, { env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", AGENTHOST_DOTENV: "off" } }, (error, stdout, stderr) => {
       resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });

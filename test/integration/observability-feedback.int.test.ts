@@ -89,8 +89,9 @@ describe("Langfuse", () => {
       ALICE,
     );
     assert.equal(res.status, 201);
-    const answer = (await res.json()) as { feedback_id: string; delivery: string };
+    const answer = (await res.json()) as { feedback_id: string; delivery: string; detail?: string };
     assert.equal(answer.delivery, "delivered");
+    assert.equal(answer.detail, undefined, "only skipped feedback carries a detail");
     const scores = fake.to("/api/public/scores").map((r) => JSON.parse(r.body.toString("utf8")) as Record<string, unknown>);
     const score = scores.find((s) => s.id === answer.feedback_id);
     assert.ok(score, "the score arrived under the feedback id");
@@ -239,8 +240,9 @@ describe("BullMQ delivery", () => {
       const body = { run_id: message.run_id, key: "thumbs", score: 1, feedback_token: message.feedback_token };
       const res = await call(service, "POST", "/chatbot-agent/feedback", body, ALICE);
       assert.equal(res.status, 201);
-      const answer = (await res.json()) as { feedback_id: string; delivery: string };
+      const answer = (await res.json()) as { feedback_id: string; delivery: string; detail?: string };
       assert.equal(answer.delivery, "queued");
+      assert.equal(answer.detail, undefined, "only skipped feedback carries a detail");
       const failedAttempts = () => fake.received.filter((r) => r.path.startsWith("/api/public/scores") && r.status === 503).length;
       await eventually(() => (failedAttempts() >= 2 ? true : undefined), 10_000, "retries during the outage");
       fake.down = false;

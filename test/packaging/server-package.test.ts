@@ -31,7 +31,7 @@ after(removeTempFolders);
 
 test("the tarball holds the compiled service, its declarations and bin/, and no TypeScript sources or tests", () => {
   const files = new Set(run("tar", ["-tzf", tarball]).split("\n"));
-  for (const file of ["bin/agenthost", "bin/maintenance", "bin/chat-ui", "bin/jobs", "bin/healthcheck", "bin/lib/entry-point.js", "dist/build-stamp.json", "dist/src/cluster/main.js", "dist/workers/http.js", "dist/src/client/index.js", "dist/src/client/index.d.ts", "dist/src/agents/agent.d.ts", "dist/src/ui/public/index.html", "README.md"]) {
+  for (const file of ["bin/agenthost", "bin/maintenance", "bin/chat-ui", "bin/jobs", "bin/healthcheck", "bin/lib/entry-point.js", "bin/lib/dot-env.js", "dist/build-stamp.json", "dist/src/cluster/main.js", "dist/workers/http.js", "dist/src/client/index.js", "dist/src/client/index.d.ts", "dist/src/agents/agent.d.ts", "dist/src/ui/public/index.html", "README.md"]) {
     assert.ok(files.has(`package/${file}`), `${file} is in the tarball`);
   }
   assert.deepEqual([...files].filter((f) => /^package\/(src|test|bench|scripts)\//.test(f)), []);
