@@ -10,7 +10,7 @@ import { MessagesAnnotation, StateGraph } from "@langchain/langgraph";
 import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-import Database from "better-sqlite3";
+import Database from "../src/checkpoints/sqlite-driver.ts";
 import pg from "pg";
 import { WAL_AUTOCHECKPOINT_PAGES } from "../src/checkpoints/sqlite-file.ts";
 import { FakeChatModel } from "../src/models/fake-chat-model.ts";

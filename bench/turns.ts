@@ -95,7 +95,7 @@ async function openBackend(kind: string): Promise<Backend> {
     return {
       env: { MEMORY_BACKEND: "filedb", FILEDB_DB_PATH: file },
       async bytes() {
-        const { default: Database } = await import("better-sqlite3");
+        const { default: Database } = await import("../src/checkpoints/sqlite-driver.ts");
         const db = new Database(file);
         db.pragma("wal_checkpoint(TRUNCATE)");
         db.close();

@@ -1,5 +1,5 @@
 // Writes .env.example: every setting agenthost reads, in the order of src/config/schema.ts, with its
-// default (from the schema) and its meaning (from the README's configuration table, which a test keeps
+// default (from the schema) and its meaning (from the table of docs/configuration.md, which a test keeps
 // in step with the schema). test/unit/env-example.test.ts fails when the file is out of date.
 //
 //   npm run env:example
@@ -15,10 +15,10 @@ interface Row {
   readonly documentedDefault: string;
 }
 
-/** The README's configuration table: variable → its default and meaning as written there. */
-function readmeRows(readme: string): Map<string, Row> {
-  const start = readme.indexOf("## Configuration");
-  const section = readme.slice(start, readme.indexOf("\n## ", start + 5));
+/** The settings table of docs/configuration.md: variable → its default and meaning as written there. */
+function documentedRows(page: string): Map<string, Row> {
+  const start = page.indexOf("## Every setting");
+  const section = page.slice(start, page.indexOf("\n## ", start + 5));
   const rows = new Map<string, Row>();
   for (const line of section.split("\n")) {
     // An empty Default cell is `| |`: one space between the bars, so the cells' spaces are optional.
@@ -51,11 +51,11 @@ function schemaDefault(key: ConfigKey): string {
 }
 
 /** The text of .env.example. */
-export function renderEnvExample(readme: string): string {
-  const rows = readmeRows(readme);
+export function renderEnvExample(page: string): string {
+  const rows = documentedRows(page);
   const out = [
     "# Every setting agenthost reads, with its default. Generated from src/config/schema.ts (meanings from",
-    "# README.md, Configuration) by `npm run env:example`; do not edit by hand.",
+    "# docs/configuration.md) by `npm run env:example`; do not edit by hand.",
     "# Copy this file to .env and uncomment what you change: agenthost, its other commands and `npm run dev`",
     "# read .env from the working directory (a variable set in the environment wins; AGENTHOST_DOTENV=off",
     "# reads no file). Keep .env out of version control (.gitignore lists it). Empty values count as unset.",
@@ -68,11 +68,11 @@ export function renderEnvExample(readme: string): string {
     const value = schemaDefault(key);
     const same = row !== undefined && (row.documentedDefault === value || (value !== "" && Number(row.documentedDefault) === Number(value)));
     const unlike = row && row.documentedDefault !== "" && !same ? ` (default: ${row.documentedDefault})` : "";
-    out.push(`# ${row?.meaning ?? "(not in the README's table)"}${unlike}`, `# ${key}=${value}`, "");
+    out.push(`# ${row?.meaning ?? "(not in docs/configuration.md)"}${unlike}`, `# ${key}=${value}`, "");
   }
   return out.join("\n");
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  writeFileSync(path.join(ROOT, ".env.example"), renderEnvExample(readFileSync(path.join(ROOT, "README.md"), "utf8")));
+  writeFileSync(path.join(ROOT, ".env.example"), renderEnvExample(readFileSync(path.join(ROOT, "docs/configuration.md"), "utf8")));
 }

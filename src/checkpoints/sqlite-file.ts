@@ -1,7 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import Database from "better-sqlite3";
+import type BetterSqlite3 from "better-sqlite3";
+import Database from "./sqlite-driver.ts";
 
 /** Pause between attempts to switch a fresh file to WAL, jittered so openers stop colliding. */
 const WAL_RETRY_MIN_MS = 5;
@@ -34,7 +35,7 @@ function isBusy(error: unknown): boolean {
  *
  * Throws the driver's error (the connection closed) if the file cannot be made ready.
  */
-export async function openSqliteFile(file: string, busyTimeoutMs: number, schema: (db: Database.Database) => void): Promise<Database.Database> {
+export async function openSqliteFile(file: string, busyTimeoutMs: number, schema: (db: BetterSqlite3.Database) => void): Promise<BetterSqlite3.Database> {
   fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const db = new Database(file, { timeout: busyTimeoutMs });
   try {

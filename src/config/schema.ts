@@ -3,7 +3,7 @@ import { z } from "zod";
 
 /**
  * Every environment variable agenthost reads, with its default. Keys are the variable names, so the
- * README's configuration table, the code and an operator's shell all use one spelling.
+ * table of docs/configuration.md, the code and an operator's shell all use one spelling.
  * Empty strings count as unset.
  */
 

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
-import Database from "better-sqlite3";
+import type BetterSqlite3 from "better-sqlite3";
+import Database from "../checkpoints/sqlite-driver.ts";
 import { MaintenanceRefusal } from "./refusal.ts";
 import type { CheckpointStore, CheckpointTime, TableLayout } from "./store.ts";
 import { IDEMPOTENCY_TABLE } from "../checkpoints/idempotency-store.ts";
@@ -27,7 +28,7 @@ const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
  */
 export function openFiledbStore(path: string, options: { readonly: boolean; busyTimeoutMs?: number }): CheckpointStore {
   if (!existsSync(path)) throw new MaintenanceRefusal(`file database ${JSON.stringify(path)} does not exist`);
-  let db: Database.Database;
+  let db: BetterSqlite3.Database;
   try {
     db = new Database(path, { fileMustExist: true, readonly: options.readonly, timeout: options.busyTimeoutMs ?? 5000 });
   } catch (error) {

@@ -1,12 +1,13 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import Database from "better-sqlite3";
+import type BetterSqlite3 from "better-sqlite3";
+import Database from "../checkpoints/sqlite-driver.ts";
 import { MaintenanceRefusal } from "./refusal.ts";
 
 /** A SQLite file opened to be read by a library saver, and how to let it go. */
 export interface SqliteReading {
-  readonly db: Database.Database;
+  readonly db: BetterSqlite3.Database;
   /** The tables the file has. */
   readonly tables: ReadonlySet<string>;
   close(): void;
@@ -20,7 +21,7 @@ export interface SqliteReading {
  */
 export async function openSqliteForReading(path: string, required: readonly string[], what: string): Promise<SqliteReading> {
   if (!existsSync(path)) throw new MaintenanceRefusal(`file ${JSON.stringify(path)} does not exist`);
-  let db: Database.Database;
+  let db: BetterSqlite3.Database;
   try {
     db = new Database(path, { readonly: true, fileMustExist: true });
   } catch (error) {

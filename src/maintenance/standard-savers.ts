@@ -1,6 +1,6 @@
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
-import Database from "better-sqlite3";
+import Database from "../checkpoints/sqlite-driver.ts";
 import type pg from "pg";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";

@@ -16,7 +16,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Client, type Run } from "@langchain/langgraph-sdk";
-import Database from "better-sqlite3";
+import Database from "../../src/checkpoints/sqlite-driver.ts";
 import { eventually, startCluster, TOKEN, type Cluster, type LogLine } from "./cluster-helper.ts";
 import { STEPS_AGENT } from "./run-control-helper.ts";
 

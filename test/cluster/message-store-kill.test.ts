@@ -7,7 +7,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
-import Database from "better-sqlite3";
+import Database from "../../src/checkpoints/sqlite-driver.ts";
 import { storageKey } from "../../src/auth/storage-key.ts";
 import { eventually, invoke, request, startCluster, type Cluster } from "./cluster-helper.ts";
 

@@ -5,7 +5,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import Database from "better-sqlite3";
+import Database from "../../src/checkpoints/sqlite-driver.ts";
 import { DATABASE_URL, dropSchema, uniqueSchema, withClient } from "../helpers/postgres.ts";
 import { closePinned, eventually, pinnedConnections, request, startCluster, type Cluster, type PinnedConnection } from "./cluster-helper.ts";
 

@@ -26,7 +26,7 @@ export function sqliteBackend(): BackendUnderTest {
     name: "filedb",
     env: { MEMORY_BACKEND: "filedb", FILEDB_DB_PATH: file },
     async rowsOf(threadId) {
-      const { default: Database } = await import("better-sqlite3");
+      const { default: Database } = await import("../../src/checkpoints/sqlite-driver.ts");
       const db = new Database(file, { readonly: true });
       try {
         const out: Record<string, number> = {};

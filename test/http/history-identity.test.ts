@@ -2,7 +2,7 @@
 // store on SQLite: conversations written before it, and what one turn stores.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import Database from "better-sqlite3";
+import Database from "../../src/checkpoints/sqlite-driver.ts";
 import { HumanMessage } from "@langchain/core/messages";
 import { emptyCheckpoint } from "@langchain/langgraph-checkpoint";
 import { storageKey } from "../../src/auth/storage-key.ts";

@@ -2,7 +2,7 @@
 // PostgreSQL (kept across a restart of the service) and the memory backend.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import Database from "better-sqlite3";
+import Database from "../../src/checkpoints/sqlite-driver.ts";
 import pg from "pg";
 import { waitFor } from "../helpers/raw-http.ts";
 import { startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import Database from "better-sqlite3";
+import Database from "../../src/checkpoints/sqlite-driver.ts";
 import { pino } from "pino";
 import { storageKey } from "../../src/auth/storage-key.ts";
 import { openCheckpointBackend } from "../../src/checkpoints/backend.ts";

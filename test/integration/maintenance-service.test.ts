@@ -10,7 +10,7 @@ import { storageKey } from "../../src/auth/storage-key.ts";
 import { parseArgs } from "../../src/maintenance/args.ts";
 import type { MigrationReport } from "../../src/maintenance/report.ts";
 import { runMaintenance } from "../../src/maintenance/run.ts";
-import Database from "better-sqlite3";
+import Database from "../../src/checkpoints/sqlite-driver.ts";
 import { call, startService, type RunningService } from "../helpers/service.ts";
 
 const AGENT = "chatbot-agent";

@@ -8,7 +8,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import Database from "better-sqlite3";
+import type BetterSqlite3 from "better-sqlite3";
+import Database from "../../src/checkpoints/sqlite-driver.ts";
 import pg from "pg";
 import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage } from "@langchain/core/messages";
 import { Command, interrupt, MessagesAnnotation, REMOVE_ALL_MESSAGES, StateGraph } from "@langchain/langgraph";
@@ -101,7 +102,7 @@ function memoryStore(): Store {
 
 function sqliteStore(): Store {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agenthost-message-store-"));
-  const dbs: Database.Database[] = [];
+  const dbs: BetterSqlite3.Database[] = [];
   const open = () => {
     const db = new Database(path.join(dir, "store.sqlite"));
     db.pragma("busy_timeout = 10000");

@@ -6,7 +6,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import Database from "better-sqlite3";
+import type BetterSqlite3 from "better-sqlite3";
+import Database from "../../src/checkpoints/sqlite-driver.ts";
 import type { DatabaseGate } from "../../src/checkpoints/guarded-saver.ts";
 import type { MessageStoreSaver } from "../../src/checkpoints/message-store.ts";
 import { WAL_AUTOCHECKPOINT_PAGES } from "../../src/checkpoints/sqlite-file.ts";
@@ -15,10 +16,10 @@ import { call, startService, type RunningService } from "../helpers/service.ts";
 const AGENT = "chatbot-agent";
 
 /** The worker's own connection to the file (the disk-full limit is set per connection). */
-function serviceConnection(service: RunningService): Database.Database {
+function serviceConnection(service: RunningService): BetterSqlite3.Database {
   const store: MessageStoreSaver = service.runtime.checkpoints.saver;
   const gate = (store.inner as unknown as { gate: DatabaseGate }).gate;
-  return (gate.current().saver as unknown as { db: Database.Database }).db;
+  return (gate.current().saver as unknown as { db: BetterSqlite3.Database }).db;
 }
 
 async function status(res: Response): Promise<[number, unknown]> {

@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import Database from "better-sqlite3";
+import type BetterSqlite3 from "better-sqlite3";
+import Database from "../../src/checkpoints/sqlite-driver.ts";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { ownerConfigurable } from "../../src/contract/conversation-owner-key.ts";
@@ -14,13 +15,13 @@ import { SqliteThreadIndex } from "../../src/checkpoints/thread-index-sql.ts";
 import { converseWithInterrupt } from "../helpers/saver-conversation.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agenthost-sqlite-saver-"));
-const dbs: Database.Database[] = [];
+const dbs: BetterSqlite3.Database[] = [];
 after(() => {
   for (const db of dbs) db.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function open(name: string): Database.Database {
+function open(name: string): BetterSqlite3.Database {
   const db = new Database(path.join(dir, name));
   db.pragma("journal_mode = WAL");
   dbs.push(db);
@@ -28,7 +29,7 @@ function open(name: string): Database.Database {
 }
 
 /** The stored rows, without what differs by design between two runs (checkpoint ids, times, and interrupt ids derived from them). */
-function rowsOf(db: Database.Database) {
+function rowsOf(db: BetterSqlite3.Database) {
   const checkpoints = db.prepare("SELECT thread_id, checkpoint_ns, parent_checkpoint_id IS NULL AS root, type, checkpoint, metadata FROM checkpoints ORDER BY checkpoint_id").all() as Array<
     Record<string, unknown> & { checkpoint: Buffer; metadata: Buffer }
   >;

@@ -5,7 +5,7 @@
 // aged by writing their stored times back, so nothing waits on the clock.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import Database from "better-sqlite3";
+import Database from "../../src/checkpoints/sqlite-driver.ts";
 import pg from "pg";
 import { Client } from "@langchain/langgraph-sdk";
 import { storageKey } from "../../src/auth/storage-key.ts";

@@ -7,7 +7,7 @@ import { loadConfig } from "../../src/config/load.ts";
 import { configShape } from "../../src/config/schema.ts";
 
 test(".env.example is what `npm run env:example` writes from the schema today", () => {
-  const expected = renderEnvExample(readFileSync("README.md", "utf8"));
+  const expected = renderEnvExample(readFileSync("docs/configuration.md", "utf8"));
   assert.equal(readFileSync(".env.example", "utf8"), expected, "run `npm run env:example` and commit .env.example");
 });
 
@@ -29,10 +29,10 @@ function entries(): { meaning: string; name: string; value: string }[] {
   return [...text.matchAll(/^# (.*)\n# ([A-Z][A-Z0-9_]*)=(.*)$/gm)].map((m) => ({ meaning: m[1]!, name: m[2]!, value: m[3]! }));
 }
 
-test("every setting in .env.example has a meaning from the README's table", () => {
+test("every setting in .env.example has a meaning from the table of docs/configuration.md", () => {
   const listed = entries();
   assert.deepEqual(listed.map((e) => e.name), Object.keys(configShape), "each setting follows its meaning line");
-  const missing = listed.filter((e) => e.meaning.includes("not in the README") || e.meaning.trim() === "").map((e) => e.name);
+  const missing = listed.filter((e) => e.meaning.includes("not in docs/configuration.md") || e.meaning.trim() === "").map((e) => e.name);
   assert.deepEqual(missing, []);
   const byName = new Map(listed.map((e) => [e.name, e.meaning]));
   assert.match(byName.get("AUTH_SECRET")!, /bearer token/);
