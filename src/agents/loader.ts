@@ -6,6 +6,60 @@ import { prepareToImport } from "./typescript-loader.ts";
 
 const FORMAT = 'entries look like "<module or file>:<export name>", a file path starting with ./ or /, e.g. "./my-agents.ts:echo"';
 
+/** How many export names a refusal lists in each of its lists at most. */
+const LISTED_EXPORTS = 20;
+
+/** Whether an export could be an entry's: an Agent, or a compiled graph (or what wraps one). */
+function looksLikeAgent(namespace: Record<string, unknown>, name: string): boolean {
+  try {
+    const value = namespace[name];
+    return isAgent(value) || unwrapGraph(value) !== undefined;
+  } catch {
+    // A binding not yet initialised (an import cycle) throws when read.
+    return false;
+  }
+}
+
+/** Edits (insert, delete, replace one character) that turn `a` into `b`. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+function listed(names: readonly string[]): string {
+  const shown = names.slice(0, LISTED_EXPORTS).join(", ");
+  return names.length > LISTED_EXPORTS ? `${shown} and ${names.length - LISTED_EXPORTS} more` : shown;
+}
+
+/** What a module exports, for a refusal line: those that are agents or compiled graphs, then the others (each list bounded). */
+function exportsOf(namespace: Record<string, unknown>): string {
+  const names = Object.keys(namespace);
+  if (!names.length) return "the module exports nothing";
+  const agents = names.filter((name) => looksLikeAgent(namespace, name));
+  const others = names.filter((name) => !agents.includes(name));
+  if (!agents.length) return `it exports no Agent or compiled graph; its exports: ${listed(others)}`;
+  return others.length ? `its agents and graphs: ${listed(agents)}; its other exports: ${listed(others)}` : `its agents and graphs: ${listed(agents)}`;
+}
+
+/** The export `wanted` was likely meant to be: the closest name (agents first) within a typo's reach. */
+function closestExport(namespace: Record<string, unknown>, wanted: string): string | undefined {
+  const names = Object.keys(namespace);
+  const agents = names.filter((name) => looksLikeAgent(namespace, name));
+  let best: { name: string; distance: number } | undefined;
+  for (const name of agents.length ? agents : names) {
+    const distance = editDistance(wanted.toLowerCase(), name.toLowerCase());
+    if (!best || distance < best.distance) best = { name, distance };
+  }
+  return best && best.distance <= Math.max(2, Math.floor(wanted.length / 3)) ? best.name : undefined;
+}
+
 /** Why an entry did not import, in words that name the fix: a missing ./, a missing file, or the import's own first line. */
 function unresolvedReason(specifier: string, isFile: boolean, cwd: string, error: unknown): string {
   const file = path.resolve(cwd, specifier);
@@ -43,7 +97,9 @@ export async function loadAgentFromImportString(importString: string, cwd = proc
     throw new Error(`AGENT_PATHS entry "${importString}" does not resolve: ${unresolvedReason(specifier, isFile, cwd, error)}`, { cause: error });
   }
   if (!(exportName in namespace)) {
-    throw new Error(`AGENT_PATHS entry "${importString}": the module has no export named "${exportName}"`);
+    const closest = closestExport(namespace, exportName);
+    const guess = closest === undefined ? "" : ` (did you mean "${closest}"?)`;
+    throw new Error(`AGENT_PATHS entry "${importString}": the module has no export named "${exportName}"${guess}; ${exportsOf(namespace)}`);
   }
   const value = namespace[exportName];
   if (isAgent(value)) return value;
@@ -52,5 +108,5 @@ export async function loadAgentFromImportString(importString: string, cwd = proc
     const name = typeof graph.name === "string" && graph.name && graph.name !== "LangGraph" ? graph.name : exportName;
     return { name, description: `Custom agent ${name}`, graph };
   }
-  throw new Error(`AGENT_PATHS entry "${importString}": the export is neither an Agent nor a compiled graph`);
+  throw new Error(`AGENT_PATHS entry "${importString}": the export is neither an Agent nor a compiled graph; ${exportsOf(namespace)}`);
 }

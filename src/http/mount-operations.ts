@@ -10,6 +10,7 @@ import { REPLAY_FRAMINGS, serveResumable, writeReplay, type ReplayFraming } from
 import { documentedPath, expressPath, isStream, pathParameters, type HandlerOf, type JsonOperation, type Operation, type OperationInput } from "./operation.ts";
 import { bodyWithQuery, parseBody, parseQuery } from "./parse-input.ts";
 import { principalOf, runOf, scopeOf, type RequestScope } from "./request-scope.ts";
+import { patternOf, rawParams, segmentsOf, type PathPattern } from "./route-patterns.ts";
 import { FRAMINGS, PLATFORM_SSE, writeEventStream, type StreamSettings } from "./event-stream.ts";
 import type { PlatformEvent } from "../platform/run-chunks.ts";
 import { idempotencyKeyOf, REPLAYED_HEADER, type IdempotentRequests } from "./idempotency.ts";
@@ -171,57 +172,12 @@ function serve(id: string, operation: Operation, handler: AnyHandler, settings: 
   };
 }
 
-/** One segment of an operation's path: a literal (compared without case, as Express does) or a parameter. */
-type Segment = { readonly literal: string } | { readonly param: string };
-
-/** An operation's path as the dispatcher matches it: its segments, after an optional agent segment when agent-scoped. */
-interface PathPattern {
-  readonly segments: readonly Segment[];
-  readonly agentScoped: boolean;
-}
-
-function patternOf(operation: Operation): PathPattern {
-  const segments = operation.path
-    .split("/")
-    .slice(1)
-    .map((part): Segment => (part.startsWith(":") ? { param: part.slice(1) } : { literal: part.toLowerCase() }));
-  return { segments, agentScoped: operation.agentScoped };
-}
-
 /** A path of the table and the handlers of the operations served there, by method. */
 interface Route extends PathPattern {
   /** The route's name in metrics, logs and traces, in OpenAPI form: with the agent segment, and without. */
   readonly labels: { readonly withAgent: string; readonly without: string };
   readonly handlers: Map<string, (req: Request, res: Response) => Promise<void>>;
   allow: string;
-}
-
-/** The request path's segments: without the leading slash, and without one trailing slash (Express's non-strict routing). */
-function segmentsOf(path: string): string[] {
-  const parts = path.split("/");
-  parts.shift();
-  if (parts.length > 1 && parts[parts.length - 1] === "") parts.pop();
-  return parts;
-}
-
-/** The raw (still percent-encoded) parameters when `parts` is the pattern's path (`agentId` for a named agent); undefined when it is not. */
-function rawParams(pattern: PathPattern, parts: readonly string[]): Array<[string, string]> | undefined {
-  const offset = parts.length - pattern.segments.length;
-  if (offset !== 0 && !(offset === 1 && pattern.agentScoped)) return undefined;
-  const raw: Array<[string, string]> = [];
-  if (offset === 1) {
-    if (!parts[0]) return undefined;
-    raw.push(["agentId", parts[0]]);
-  }
-  for (let i = 0; i < pattern.segments.length; i++) {
-    const segment = pattern.segments[i]!;
-    const part = parts[i + offset]!;
-    if ("literal" in segment) {
-      if (part.toLowerCase() !== segment.literal) return undefined;
-    } else if (part) raw.push([segment.param, part]);
-    else return undefined;
-  }
-  return raw;
 }
 
 /** The route's parameters when `parts` is its path, decoded; undefined when it is not. */

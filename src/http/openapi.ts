@@ -6,15 +6,25 @@ import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_PATTERN, REPLAYED_HEADER } from
 import { REQUEST_ID } from "./middleware/request-context.ts";
 import { documentedPath, isStream, pathParameters, type Operation } from "./operation.ts";
 import { inheritedErrors, operations } from "./operations.ts";
+import { EXAMPLE_AGENT, REFERENCE, REFERENCE_GROUPS, referenceOrder } from "./reference-layout.ts";
 import { errorBodySchema } from "./service-schemas.ts";
 
 /**
  * The OpenAPI 3.0 document, generated from the route table: each operation's path (and the default
  * agent's alias), parameters, body, answers and failures, with the contract's named schemas as
- * components. Nothing here is written by hand per route.
+ * components. Nothing here is written by hand per route; each operation's group, place and example
+ * request come from reference-layout.ts.
  */
 
 type Json = Record<string, unknown>;
+
+/** An operation's reference entry, as this generic code reads it (reference-layout.ts types each one against its operation). */
+interface Entry {
+  readonly group: string;
+  readonly body?: unknown;
+  readonly params?: Readonly<Record<string, string>>;
+  readonly query?: Readonly<Record<string, string>>;
+}
 
 const JSON_SCHEMA_OPTIONS = { target: "openapi-3.0", io: "input", unrepresentable: "any" } as const;
 
@@ -92,21 +102,28 @@ function errorResponses(kinds: readonly ErrorKind[]): Json {
   return responses;
 }
 
-/** A query parameter for each field of `shape`. */
-function queryParameters(shape: Record<string, z.ZodType>, describe: (name: string, field: z.ZodType) => string | undefined, required: boolean): Json[] {
+/** A query parameter for each field of `shape`, with the value "Try it out" starts from when `examples` gives one. */
+function queryParameters(
+  shape: Record<string, z.ZodType>,
+  describe: (name: string, field: z.ZodType) => string | undefined,
+  required: boolean,
+  examples: Readonly<Record<string, string>> = {},
+): Json[] {
   return Object.entries(shape).map(([name, field]) => {
     const { description: _description, ...schema } = z.toJSONSchema(field, JSON_SCHEMA_OPTIONS) as Json;
     const parameter: Json = { name, in: "query", required: required && !field.isOptional(), schema };
     const description = describe(name, field);
     if (description) parameter.description = description;
+    if (examples[name] !== undefined) parameter.example = examples[name];
     return parameter;
   });
 }
 
-function parametersOf(operation: Operation): Json[] {
-  if (operation.query) return queryParameters(operation.query.shape as Record<string, z.ZodType>, (_name, field) => field.description, true);
+function parametersOf(operation: Operation, entry: Entry): Json[] {
+  if (operation.query) return queryParameters(operation.query.shape as Record<string, z.ZodType>, (_name, field) => field.description, true, entry.query);
   const body = operation.body;
   if (body?.orQuery && body.schema instanceof z.ZodObject) {
+    // The example goes in the body; the same fields as query parameters start empty.
     return queryParameters(body.schema.shape as Record<string, z.ZodType>, (name) => `Instead of the body's ${name}.`, false);
   }
   return [];
@@ -144,12 +161,28 @@ const agentParameter = {
   in: "path",
   required: true,
   schema: { type: "string" },
-  description: "A registered agent; the same operation without this segment serves the default agent.",
+  description: "A registered agent (GET /info lists them); the same operation without this segment serves the default agent.",
+  example: EXAMPLE_AGENT,
 };
 
-/** The operation's own path parameters (`:run_id`), and the SSE replay's Last-Event-ID. */
-function ownParameters(operation: Operation): Json[] {
-  const parameters: Json[] = pathParameters(operation).map((name) => ({ name, in: "path", required: true, schema: { type: "string" } }));
+/** What the path parameters of the table name. */
+const PATH_PARAMETER_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  run_id: "A run's id: the X-Run-Id (or run_id) of the answer that started it.",
+  thread_id: "A thread's id: one created with POST /threads, or named by a run.",
+  assistant_id: "An assistant's id, or its graph id: the agent's name.",
+  checkpoint_id: "A checkpoint of the thread (GET /threads/{thread_id}/history lists them).",
+};
+
+/** The operation's own path parameters (`:run_id`), with their examples, and the SSE replay's Last-Event-ID. */
+function ownParameters(operation: Operation, entry: Entry): Json[] {
+  const parameters: Json[] = pathParameters(operation).map((name) => ({
+    name,
+    in: "path",
+    required: true,
+    schema: { type: "string" },
+    ...(PATH_PARAMETER_DESCRIPTIONS[name] ? { description: PATH_PARAMETER_DESCRIPTIONS[name] } : {}),
+    ...(entry.params?.[name] !== undefined ? { example: entry.params[name] } : {}),
+  }));
   if (isStream(operation) && operation.replay && operation.stream === "sse") {
     parameters.push({
       name: "Last-Event-ID",
@@ -164,15 +197,15 @@ function ownParameters(operation: Operation): Json[] {
 
 
 /** The operation as OpenAPI describes it, with or without the agent segment. */
-function operationObject(id: string, operation: Operation, withAgent: boolean): Json {
+function operationObject(id: string, operation: Operation, entry: Entry, withAgent: boolean): Json {
   const object: Json = {
     operationId: withAgent || !operation.agentScoped ? id : `${id}DefaultAgent`,
     summary: operation.agentScoped && !withAgent ? `${operation.summary} (default agent)` : operation.summary,
-    tags: [operation.tag],
+    tags: [entry.group],
     parameters: [
       ...(withAgent ? [agentParameter] : []),
-      ...ownParameters(operation),
-      ...parametersOf(operation),
+      ...ownParameters(operation, entry),
+      ...parametersOf(operation, entry),
       ...(operation.idempotent ? [componentRef("parameters", "IdempotencyKey")] : []),
       componentRef("parameters", "RequestId"),
     ],
@@ -182,15 +215,18 @@ function operationObject(id: string, operation: Operation, withAgent: boolean): 
     },
   };
   if (operation.body) {
-    object.requestBody = { required: operation.body.required, content: { "application/json": { schema: schemaRef(operation.body.schema) } } };
+    object.requestBody = {
+      required: operation.body.required,
+      content: { "application/json": { schema: schemaRef(operation.body.schema), example: entry.body } },
+    };
   }
   if (operation.public) object.security = [];
   return object;
 }
 
-/** Each operation's OpenAPI path: `/{agent_id}/x` and the default agent's `/x`, or just its own path. */
+/** Each operation's OpenAPI path: the default agent's `/x` and `/{agent_id}/x`, or just its own path. */
 function documentedPaths(operation: Operation): Array<{ path: string; withAgent: boolean }> {
-  const both = operation.agentScoped ? [true, false] : [false];
+  const both = operation.agentScoped ? [false, true] : [false];
   return both.map((withAgent) => ({ path: documentedPath(operation, withAgent), withAgent }));
 }
 
@@ -207,12 +243,18 @@ function componentSchemas(): Record<string, Json> {
   );
 }
 
-/** The OpenAPI 3 document of the route table. */
+/**
+ * The OpenAPI 3 document of the route table. Its paths come in the reference's order (the
+ * interactive reference lists each group's operations in the order of the paths, and a path's
+ * methods in the order written).
+ */
 export function buildOpenApiDocument(): Json {
   const paths: Record<string, Json> = {};
-  for (const [id, operation] of Object.entries(operations) as Array<[string, Operation]>) {
+  for (const id of referenceOrder()) {
+    const operation: Operation = operations[id];
+    const entry: Entry = REFERENCE[id];
     for (const { path, withAgent } of documentedPaths(operation)) {
-      paths[path] = { ...paths[path], [operation.method]: operationObject(id, operation, withAgent) };
+      paths[path] = { ...paths[path], [operation.method]: operationObject(id, operation, entry, withAgent) };
     }
   }
   return {
@@ -223,13 +265,7 @@ export function buildOpenApiDocument(): Json {
       description: "Hosts LangGraph.js agents over HTTP: runs, streams, history and feedback per conversation.",
     },
     servers: [{ url: "/", description: "This service" }],
-    tags: [
-      { name: "runs", description: "Run an agent on a conversation, or resume a paused run" },
-      { name: "history", description: "Read, append to and clear a conversation" },
-      { name: "feedback", description: "Feedback on a run" },
-      { name: "service", description: "Agents and probes" },
-      { name: "langgraph platform", description: "The LangGraph Platform API as LangGraph's SDKs call it (docs/langgraph-clients.md)" },
-    ],
+    tags: [...REFERENCE_GROUPS],
     components: {
       schemas: componentSchemas(),
       headers: HEADERS,

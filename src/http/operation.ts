@@ -27,7 +27,6 @@ interface OperationBase {
   /** Probes: served without a bearer token and outside admission. */
   readonly public?: boolean;
   readonly summary: string;
-  readonly tag: string;
   readonly query?: z.ZodObject;
   readonly body?: {
     readonly schema: z.ZodType;

@@ -22,7 +22,8 @@ import { infoResponseSchema, livenessSchema, readinessSchema } from "./service-s
  * The route table: every operation of the API, once. The Express routes are mounted from it
  * (mount-operations.ts) and the OpenAPI document is generated from it (openapi.ts). Order matters:
  * the resume operations come before the run operations, so `/resume/stream` is the default agent's
- * resume stream, not agent "resume"'s stream.
+ * resume stream, not agent "resume"'s stream. How the API reference groups, orders and exemplifies
+ * the operations is reference-layout.ts's.
  *
  * `errors` lists what the handler may report; what every operation of its kind may report (the
  * token, the worker's capacity, an unknown agent, a body or query that does not parse) is added
@@ -45,7 +46,6 @@ const serviceOperations = {
     agentScoped: false,
     public: true,
     summary: "Liveness (no authentication)",
-    tag: "service",
     errors: [],
     responses: {
       200: { description: "Live", schema: livenessSchema },
@@ -58,7 +58,6 @@ const serviceOperations = {
     agentScoped: false,
     public: true,
     summary: "Readiness (no authentication)",
-    tag: "service",
     errors: [],
     responses: {
       200: { description: "Ready", schema: readinessSchema },
@@ -70,7 +69,6 @@ const serviceOperations = {
     path: "/info",
     agentScoped: false,
     summary: "Registered agents and the default agent",
-    tag: "service",
     errors: [],
     responses: { 200: { description: "Agents", schema: infoResponseSchema } },
   },
@@ -80,7 +78,6 @@ const serviceOperations = {
     path: "/resume",
     agentScoped: true,
     summary: "Resume a paused run (an approval, an answer) and return its final message",
-    tag: "runs",
     body: { schema: resumeRequestSchema, required: true },
     errors: [...RUN_ERRORS, ...RESUME_ERRORS],
     responses: { 200: { description: "The final ChatMessage, or another interrupt message if the run paused again", schema: chatMessageSchema } },
@@ -91,7 +88,6 @@ const serviceOperations = {
     path: "/resume/stream",
     agentScoped: true,
     summary: "Resume a paused run, streaming Server-Sent Events",
-    tag: "runs",
     body: { schema: resumeStreamRequestSchema, required: true },
     errors: [...RUN_START_ERRORS, ...RESUME_ERRORS],
     stream: "sse",
@@ -103,7 +99,6 @@ const serviceOperations = {
     path: "/resume/stream/jsonl",
     agentScoped: true,
     summary: "Resume a paused run, streaming JSON Lines",
-    tag: "runs",
     body: { schema: resumeStreamRequestSchema, required: true },
     errors: [...RUN_START_ERRORS, ...RESUME_ERRORS],
     stream: "jsonl",
@@ -115,7 +110,6 @@ const serviceOperations = {
     path: "/invoke",
     agentScoped: true,
     summary: "Run the agent and return its final message",
-    tag: "runs",
     body: { schema: invokeRequestSchema, required: true },
     idempotent: true,
     errors: RUN_ERRORS,
@@ -127,7 +121,6 @@ const serviceOperations = {
     path: "/stream",
     agentScoped: true,
     summary: "Run the agent, streaming Server-Sent Events",
-    tag: "runs",
     body: { schema: streamRequestSchema, required: true },
     errors: RUN_START_ERRORS,
     stream: "sse",
@@ -139,7 +132,6 @@ const serviceOperations = {
     path: "/stream/jsonl",
     agentScoped: true,
     summary: "Run the agent, streaming JSON Lines",
-    tag: "runs",
     body: { schema: streamRequestSchema, required: true },
     errors: RUN_START_ERRORS,
     stream: "jsonl",
@@ -151,7 +143,6 @@ const serviceOperations = {
     agentScoped: true,
     control: true,
     summary: "Stop the run that holds a conversation, on whichever worker or host it runs",
-    tag: "runs",
     body: { schema: cancelRequestSchema, required: true },
     errors: [...ADDRESS_ERRORS, "lock_unavailable"],
     responses: {
@@ -168,7 +159,6 @@ const serviceOperations = {
     path: "/runs/:run_id/stream",
     agentScoped: true,
     summary: "Replay a resumable run's events after a dropped stream, then follow it live (Server-Sent Events)",
-    tag: "runs",
     query: runStreamQuerySchema,
     errors: RUN_EVENTS_ERRORS,
     stream: "sse",
@@ -182,7 +172,6 @@ const serviceOperations = {
     path: "/runs/:run_id/stream/jsonl",
     agentScoped: true,
     summary: "Replay a resumable run's events after a dropped stream, then follow it live (JSON Lines)",
-    tag: "runs",
     query: runStreamQuerySchema,
     errors: RUN_EVENTS_ERRORS,
     stream: "jsonl",
@@ -194,7 +183,6 @@ const serviceOperations = {
     path: "/history",
     agentScoped: true,
     summary: "One page of a conversation's messages (reads take no conversation lock)",
-    tag: "history",
     query: historyQuerySchema,
     errors: [...ADDRESS_ERRORS, ...STORAGE_ERRORS],
     responses: {
@@ -206,7 +194,6 @@ const serviceOperations = {
     path: "/threads",
     agentScoped: true,
     summary: "The caller's conversations with the agent, most recently updated first",
-    tag: "history",
     query: threadsQuerySchema,
     errors: [...ADDRESS_ERRORS, ...STORAGE_ERRORS],
     responses: {
@@ -218,7 +205,6 @@ const serviceOperations = {
     path: "/history/add_messages",
     agentScoped: true,
     summary: "Append messages to a conversation without running the agent",
-    tag: "history",
     body: { schema: addMessagesRequestSchema, required: true },
     idempotent: true,
     errors: [...ADDRESS_ERRORS, ...LOCK_ERRORS, ...STORAGE_ERRORS, "conversation_too_long"],
@@ -229,7 +215,6 @@ const serviceOperations = {
     path: "/history/clear",
     agentScoped: true,
     summary: "Delete every checkpoint, blob and pending write of a conversation (body or query parameters)",
-    tag: "history",
     body: { schema: clearHistoryRequestSchema, required: false, orQuery: true },
     errors: [...ADDRESS_ERRORS, ...LOCK_ERRORS, "database_unavailable"],
     responses: { 200: { description: "Cleared", schema: clearHistoryResponseSchema } },
@@ -239,7 +224,6 @@ const serviceOperations = {
     path: "/feedback",
     agentScoped: true,
     summary: "Record feedback on a run; it goes to the observability backend",
-    tag: "feedback",
     body: { schema: feedbackRequestSchema, required: true },
     idempotent: true,
     errors: [...ADDRESS_ERRORS, "feedback_proof_required", "feedback_proof_invalid", "feedback_signing_unavailable", "feedback_unavailable"],

@@ -49,11 +49,27 @@ export function runOf(res: Response): AbortController {
 
 /**
  * The route that matched, never the raw path with ids: the route table's operation in OpenAPI form
- * (`/{agent_id}/invoke`), else the fixed path of another route (`/openapi.json`), else
- * "unmatched" (unknown paths, and requests refused before routing), so the label stays bounded.
+ * (`/{agent_id}/invoke`), else the fixed path of another route (`/openapi.json`), else the table's
+ * operation whose path it is when the request was answered before reaching it (`known`: a 401, a
+ * body that does not parse), else "unmatched" (unknown paths), so the label stays bounded.
  */
-export function routeTemplate(req: Request, scope: RequestScope): string {
+export function routeTemplate(req: Request, scope: RequestScope, known: (method: string, path: string) => string | undefined): string {
   if (scope.route) return scope.route;
   const path = (req.route as { path?: unknown } | undefined)?.path;
-  return typeof path === "string" ? path : "unmatched";
+  if (typeof path === "string") return path;
+  return known(req.method, pathOf(req.originalUrl)) ?? "unmatched";
+}
+
+/** The path of a request's URL as it arrived (a router mounted on a prefix shortens req.url), without its query. */
+function pathOf(url: string): string {
+  if (!url.startsWith("/")) {
+    // The absolute form (`GET http://host/path HTTP/1.1`).
+    try {
+      return new URL(url).pathname;
+    } catch {
+      return "";
+    }
+  }
+  const query = url.indexOf("?");
+  return query === -1 ? url : url.slice(0, query);
 }

@@ -90,7 +90,7 @@ describe("operations metrics", () => {
 
     // Every route label is a documented path, a fixed route of the docs, or one of two fixed names.
     const documented = new Set(Object.keys((buildOpenApiDocument() as { paths: Record<string, unknown> }).paths));
-    const allowed = new Set([...documented, "/openapi.json", "/docs", "/docs/init.js", "unmatched", "preflight"]);
+    const allowed = new Set([...documented, "/openapi.json", "/docs", "/docs/init.js", "/docs/assets", "/favicon.ico", "unmatched", "preflight"]);
     const routes = new Set((await samples(metrics, "agenthost_http_requests_total")).map((s) => String(s.labels.route)));
     for (const route of routes) assert.ok(allowed.has(route), `route label ${route}`);
     assert.ok(routes.size <= allowed.size);
@@ -157,6 +157,75 @@ describe("operations metrics", () => {
     assert.equal(models.size, MODEL_LABEL_LIMIT + 1);
     assert.ok(models.has("other"));
     assert.deepEqual([...providers].sort(), ["openai", "other"]);
+  });
+});
+
+describe("requests refused before their route", () => {
+  const USER_TOKEN = "ada-metrics-token";
+  let service: RunningService;
+  before(async () => {
+    service = await startService({ AUTH_MODE: "token", AUTH_USERS: JSON.stringify({ ada: USER_TOKEN }), REQUEST_MAX_BYTES: "1024" });
+  });
+  after(() => service.close());
+
+  /** agenthost_http_requests_total by route, method and status, read from the text /metrics serves. */
+  async function exposed(): Promise<Map<string, number>> {
+    const text = await service.runtime.metrics.registry.metrics();
+    const counts = new Map<string, number>();
+    for (const line of text.split("\n")) {
+      const match = /^agenthost_http_requests_total\{(.*)\} (\d+)$/.exec(line);
+      if (!match) continue;
+      const labels = Object.fromEntries([...match[1]!.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1]!, m[2]!]));
+      counts.set(`${labels.route} ${labels.method} ${labels.status}`, Number(match[2]));
+    }
+    return counts;
+  }
+
+  /** Send a request with a raw body; its status. */
+  async function send(method: string, path: string, token: string | null, body?: string): Promise<number> {
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (token !== null) headers.authorization = `Bearer ${token}`;
+    const response = await fetch(service.url + path, { method, headers, body });
+    await response.arrayBuffer();
+    return response.status;
+  }
+
+  test("401, 403, 422 (a body that is not JSON) and 413 on a known route carry its label; unknown paths, however many, share unmatched", async () => {
+    const cases: Array<[method: string, path: string, token: string | null, body: string | undefined, status: number, series: string]> = [
+      ["POST", "/invoke", null, '{"input":{"message":"hi"}}', 401, "/invoke POST 401"],
+      ["POST", "/chatbot-agent/invoke", "wrong-token", '{"input":{"message":"hi"}}', 401, "/{agent_id}/invoke POST 401"],
+      ["GET", "/threads/some-thread/runs?limit=5", null, undefined, 401, "/threads/{thread_id}/runs GET 401"],
+      ["POST", "/invoke", USER_TOKEN, '{"input":{"message":"hi"}, "user_id": "bob"}', 403, "/invoke POST 403"],
+      // A body that is not JSON is refused 422 by the body parser, before the route.
+      ["POST", "/invoke", USER_TOKEN, '{"input": {"message": ', 422, "/invoke POST 422"],
+      ["POST", "/cancel", USER_TOKEN, "{not json", 422, "/cancel POST 422"],
+      ["POST", "/chatbot-agent/history/add_messages", USER_TOKEN, JSON.stringify({ thread_id: "t", messages: [{ type: "human", content: "x".repeat(2048) }] }), 413, "/{agent_id}/history/add_messages POST 413"],
+      ["GET", "/favicon.ico", null, undefined, 204, "/favicon.ico GET 204"],
+      ["GET", "/docs/assets/swagger-ui.css", null, undefined, 200, "/docs/assets GET 200"],
+      ["GET", "/docs/assets/no-such-file.js", null, undefined, 404, "/docs/assets GET 404"],
+    ];
+    const before = await exposed();
+    for (const [method, path, token, body, status, series] of cases) {
+      assert.equal(await send(method, path, token, body), status, `${method} ${path}`);
+      await waitFor(async () => (await exposed()).get(series) === (before.get(series) ?? 0) + 1, series);
+    }
+
+    // Hostile paths without a token: agent names and ids of every kind map onto the table's templates,
+    // anything else onto unmatched.
+    const hostile = Array.from({ length: 30 }, (_, i) => `${"%41".repeat(i)}x${Math.random().toString(36).slice(2)}`);
+    const unmatchedBefore = (await exposed()).get("unmatched GET 401") ?? 0;
+    const agentBefore = (await exposed()).get("/{agent_id}/invoke POST 401") ?? 0;
+    for (const name of hostile) {
+      assert.equal(await send("POST", `/${name}/invoke`, null, "{}"), 401);
+      assert.equal(await send("GET", `/${name}/no/such/${name}`, null), 401);
+    }
+    await waitFor(async () => (await exposed()).get("unmatched GET 401") === unmatchedBefore + hostile.length, "the unknown paths counted");
+    assert.equal((await exposed()).get("/{agent_id}/invoke POST 401"), agentBefore + hostile.length);
+
+    const documented = new Set(Object.keys((buildOpenApiDocument() as { paths: Record<string, unknown> }).paths));
+    const allowed = new Set([...documented, "/openapi.json", "/docs", "/docs/init.js", "/docs/assets", "/favicon.ico", "unmatched", "preflight"]);
+    const routes = new Set([...(await exposed()).keys()].map((series) => series.split(" ")[0]!));
+    for (const route of routes) assert.ok(allowed.has(route), `route label ${route}`);
   });
 });
 

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { RequestHandler } from "express";
 import type { Runtime } from "../http-runtime.ts";
+import { routeLabeler } from "../route-patterns.ts";
 import type { Operation } from "../operation.ts";
 import { operations } from "../operations.ts";
 import { routeTemplate, type RequestScope } from "../request-scope.ts";
@@ -27,6 +28,7 @@ function methodLabels(): (method: string) => string {
 export function requestContext(runtime: Runtime): RequestHandler {
   const { metrics, tracing } = runtime;
   const methodLabel = methodLabels();
+  const knownRoute = routeLabeler(operations);
   return (req, res, next) => {
     const incoming = req.get("x-request-id");
     const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
@@ -39,7 +41,7 @@ export function requestContext(runtime: Runtime): RequestHandler {
     const started = performance.now();
     metrics.activeRequests.inc();
     res.on("close", () => {
-      const route = routeTemplate(req, scope);
+      const route = routeTemplate(req, scope, knownRoute);
       const seconds = (performance.now() - started) / 1000;
       // Closed before a byte of the answer: the client left (nginx's 499), whatever a late answer would have said.
       const status = res.headersSent ? res.statusCode : CLIENT_CLOSED;

@@ -1,7 +1,9 @@
 import { createRequire } from "node:module";
 import path from "node:path";
 import express, { Router } from "express";
+import { ApiError } from "../api-error.ts";
 import { buildOpenApiDocument } from "../openapi.ts";
+import { scopeOf } from "../request-scope.ts";
 
 const swaggerAssets = path.dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
 
@@ -10,6 +12,7 @@ const page = `<!doctype html>
 <head>
   <meta charset="utf-8">
   <title>agenthost API reference</title>
+  <link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png">
   <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
 </head>
 <body>
@@ -31,7 +34,15 @@ export const ROOT_POINTER = Object.freeze({
   auth: "every route but /, /docs, /openapi.json and /health/* needs Authorization: Bearer <token>",
 });
 
-/** `/` (a pointer to the rest), /openapi.json and the interactive /docs page; public, they describe the API and hold no data. */
+/** How long a browser may keep the reference's files and the (empty) favicon answer. */
+const STATIC_MAX_AGE_SECONDS = 3600;
+
+/**
+ * `/` (a pointer to the rest), /openapi.json, the interactive /docs page and its files, and
+ * /favicon.ico (204: no icon, asked for by every browser); public, they describe the API and hold
+ * no data. A path under /docs that is none of these is answered 404 here, without a token: nothing
+ * else lives there ("docs" is no agent's name).
+ */
 export function docsRoutes(): Router {
   const document = JSON.stringify(buildOpenApiDocument());
   const router = Router();
@@ -47,6 +58,20 @@ export function docsRoutes(): Router {
   router.get("/docs/init.js", (_req, res) => {
     res.type("application/javascript").send(init);
   });
-  router.use("/docs/assets", express.static(swaggerAssets, { index: false, maxAge: "1h" }));
+  router.get("/favicon.ico", (_req, res) => {
+    res.set("Cache-Control", `public, max-age=${STATIC_MAX_AGE_SECONDS}`).status(204).end();
+  });
+  router.use(
+    "/docs/assets",
+    (_req, res, next) => {
+      // One label for every file (and every missing one): the file's name never becomes a metric label.
+      scopeOf(res).route = "/docs/assets";
+      next();
+    },
+    express.static(swaggerAssets, { index: false, maxAge: STATIC_MAX_AGE_SECONDS * 1000 }),
+  );
+  router.use("/docs", () => {
+    throw new ApiError("not_found");
+  });
   return router;
 }
