@@ -1,4 +1,4 @@
-// The README's "Writing an agent": its code block is examples/my-agents.ts, and its command (run here
+// The README's "An agent in this clone": its code block is examples/my-agents.ts, and its command (run here
 // as bin/agenthost, which `npm start` runs after building) serves one conversation across two
 // workers without losing a turn.
 import assert from "node:assert/strict";
@@ -9,7 +9,7 @@ import { after, test } from "node:test";
 import { closePinned, pinnedConnections, request, ROOT, startCluster } from "./cluster-helper.ts";
 
 const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
-const section = readme.slice(readme.indexOf("## Writing an agent"), readme.indexOf("\n## ", readme.indexOf("## Writing an agent") + 5));
+const section = readme.slice(readme.indexOf("### An agent in this clone"), readme.indexOf("\n## ", readme.indexOf("### An agent in this clone") + 5));
 const dir = mkdtempSync(path.join(os.tmpdir(), "agenthost-readme-agent-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
