@@ -3,7 +3,7 @@ import type { ClaimOutcome, IdempotencyStore, StoredAnswer } from "./idempotency
 import type { LeaseStore } from "./leases.ts";
 import type { PlatformRecords, PlatformRun, PlatformThread, RunBase, RunStatus, ThreadChanges, ThreadFilters, ThreadSearch } from "./platform-records.ts";
 import type { NewQueuedRun, QueuedRun, RunQueueStore } from "./run-queue.ts";
-import type { ListedConversation, ThreadIndex, ThreadOwner, ThreadPage, ThreadSummary } from "./thread-index.ts";
+import type { ListedConversation, ThreadIndex, ThreadOwner, ThreadPage, ThreadPosition, ThreadSummary } from "./thread-index.ts";
 
 /** The conversation list behind the database gate: unavailable until set up, database failures as DatabaseUnavailableError. */
 export class GuardedThreadIndex implements ThreadIndex {
@@ -15,6 +15,10 @@ export class GuardedThreadIndex implements ThreadIndex {
 
   list(userId: string, agentId: string, offset: number, limit: number): Promise<ThreadPage> {
     return this.gate.run(({ threads }) => threads.list(userId, agentId, offset, limit));
+  }
+
+  listAfter(userId: string, agentId: string, after: ThreadPosition, limit: number): Promise<ThreadPage> {
+    return this.gate.run(({ threads }) => threads.listAfter(userId, agentId, after, limit));
   }
 
   fill(storageKey: string, summary: ThreadSummary): Promise<void> {

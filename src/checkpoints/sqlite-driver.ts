@@ -23,5 +23,5 @@ function chosenDriver(): typeof BetterSqlite3 {
   return require("better-sqlite3") as typeof BetterSqlite3;
 }
 
-const Database = chosenDriver();
+const Database: typeof BetterSqlite3 = chosenDriver();
 export default Database;

@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import type pg from "pg";
 import { withSetupLock } from "./pg-transaction.ts";
-import { THREAD_TABLE, type ListedConversation, type ThreadEntry, type ThreadIndex, type ThreadOwner, type ThreadPage, type ThreadSummary } from "./thread-index.ts";
+import { THREAD_TABLE, type ListedConversation, type ThreadEntry, type ThreadIndex, type ThreadOwner, type ThreadPage, type ThreadPosition, type ThreadSummary } from "./thread-index.ts";
 
 /**
  * The conversation list in the checkpoint database (see thread-index.ts): `thread_id` is the
@@ -66,6 +66,14 @@ const listedOf = (row: ListedRow): ListedConversation => ({
 
 const LISTED_COLUMNS = "thread_id, user_id, agent_id, public_thread_id, updated_at";
 
+/**
+ * The caller's rows after a place in the list, in list order: `updated_at <= at` bounds the owner
+ * index's range (so the scan starts at the place, not at the top of the list); the rest drops the
+ * rows of the same millisecond up to the place's thread id. Parameters: user, agent, at, at, thread id.
+ */
+const AFTER_WHERE = (p: (n: number) => string) =>
+  `user_id = ${p(1)} AND agent_id = ${p(2)} AND updated_at <= ${p(3)} AND (updated_at < ${p(4)} OR public_thread_id > ${p(5)})`;
+
 /** A time bound as the databases take it: no later than the largest safe integer (not Infinity). */
 const clamp = (ms: number): number => Math.min(ms, Number.MAX_SAFE_INTEGER);
 
@@ -88,6 +96,7 @@ export const UPSERT_TAIL = `ON CONFLICT (thread_id) DO UPDATE SET
 export class SqliteThreadIndex implements ThreadIndex {
   private readonly touchStmt;
   private readonly pageStmt;
+  private readonly afterStmt;
   private readonly countStmt;
   private readonly fillStmt;
   private readonly deleteStmt;
@@ -100,6 +109,7 @@ export class SqliteThreadIndex implements ThreadIndex {
     this.pageStmt = db.prepare(
       `SELECT ${COLUMNS} FROM ${THREAD_TABLE} WHERE user_id = ? AND agent_id = ? ORDER BY updated_at DESC, public_thread_id LIMIT ? OFFSET ?`,
     );
+    this.afterStmt = db.prepare(`SELECT ${COLUMNS} FROM ${THREAD_TABLE} WHERE ${AFTER_WHERE(() => "?")} ORDER BY updated_at DESC, public_thread_id LIMIT ?`);
     this.countStmt = db.prepare(`SELECT count(*) FROM ${THREAD_TABLE} WHERE user_id = ? AND agent_id = ?`).pluck();
     this.fillStmt = db.prepare(`UPDATE ${THREAD_TABLE} SET message_count = ?, title = ? WHERE thread_id = ? AND message_count IS NULL`);
     this.deleteStmt = db.prepare(`DELETE FROM ${THREAD_TABLE} WHERE thread_id = ?`);
@@ -127,6 +137,11 @@ export class SqliteThreadIndex implements ThreadIndex {
 
   async list(userId: string, agentId: string, offset: number, limit: number): Promise<ThreadPage> {
     const rows = this.pageStmt.all(userId, agentId, limit, offset) as Row[];
+    return { entries: rows.map(entryOf), total: this.countStmt.get(userId, agentId) as number };
+  }
+
+  async listAfter(userId: string, agentId: string, after: ThreadPosition, limit: number): Promise<ThreadPage> {
+    const rows = this.afterStmt.all(userId, agentId, after.updatedAt, after.updatedAt, after.threadId, limit) as Row[];
     return { entries: rows.map(entryOf), total: this.countStmt.get(userId, agentId) as number };
   }
 
@@ -166,11 +181,22 @@ export class PostgresThreadIndex implements ThreadIndex {
   }
 
   async list(userId: string, agentId: string, offset: number, limit: number): Promise<ThreadPage> {
+    return this.page(userId, agentId, `user_id = $1 AND agent_id = $2 ORDER BY updated_at DESC, public_thread_id LIMIT $3 OFFSET $4`, [limit, offset]);
+  }
+
+  async listAfter(userId: string, agentId: string, after: ThreadPosition, limit: number): Promise<ThreadPage> {
+    return this.page(userId, agentId, `${AFTER_WHERE((n) => `$${n}`)} ORDER BY updated_at DESC, public_thread_id LIMIT $6`, [
+      after.updatedAt,
+      after.updatedAt,
+      after.threadId,
+      limit,
+    ]);
+  }
+
+  /** The rows `where` selects (its parameters: user, agent, then `params`) and the caller's count. */
+  private async page(userId: string, agentId: string, where: string, params: unknown[]): Promise<ThreadPage> {
     const [page, count] = await Promise.all([
-      this.pool.query<Row>(
-        `SELECT ${COLUMNS} FROM ${this.table} WHERE user_id = $1 AND agent_id = $2 ORDER BY updated_at DESC, public_thread_id LIMIT $3 OFFSET $4`,
-        [userId, agentId, limit, offset],
-      ),
+      this.pool.query<Row>(`SELECT ${COLUMNS} FROM ${this.table} WHERE ${where}`, [userId, agentId, ...params]),
       this.pool.query<{ total: string }>(`SELECT count(*) AS total FROM ${this.table} WHERE user_id = $1 AND agent_id = $2`, [userId, agentId]),
     ]);
     return { entries: page.rows.map(entryOf), total: Number(count.rows[0]?.total ?? 0) };

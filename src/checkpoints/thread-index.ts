@@ -43,11 +43,22 @@ export interface ThreadPage {
   readonly total: number;
 }
 
+/** A place in a user's list: a conversation's last update and public thread id (the list's order). */
+export interface ThreadPosition {
+  readonly updatedAt: number;
+  readonly threadId: string;
+}
+
 export interface ThreadIndex {
   /** Record that the conversation's messages changed now: create its row or update it. */
   touch(storageKey: string, owner: ThreadOwner, summary: ThreadSummary, now: number): Promise<void>;
   /** A user's conversations with an agent, most recently updated first. */
   list(userId: string, agentId: string, offset: number, limit: number): Promise<ThreadPage>;
+  /**
+   * The same list from just after `after` (keyset paging): one index range from that place, so a
+   * page deep in a long list costs what the first one does, where an offset walks the skipped entries.
+   */
+  listAfter(userId: string, agentId: string, after: ThreadPosition, limit: number): Promise<ThreadPage>;
   /** Set the summary of a row that has none yet (a migrated conversation); a row with one is left alone. */
   fill(storageKey: string, summary: ThreadSummary): Promise<void>;
   deleteThread(storageKey: string): Promise<void>;
@@ -100,7 +111,7 @@ export function summaryOf(messages: readonly unknown[]): ThreadSummary {
 }
 
 /** Most recently updated first; equal times by public thread id, so pages never overlap. */
-function newestFirst(a: ThreadEntry, b: ThreadEntry): number {
+function newestFirst(a: ThreadPosition, b: ThreadPosition): number {
   return b.updatedAt - a.updatedAt || (a.threadId < b.threadId ? -1 : a.threadId > b.threadId ? 1 : 0);
 }
 
@@ -128,8 +139,17 @@ export class MemoryThreadIndex implements ThreadIndex {
   }
 
   async list(userId: string, agentId: string, offset: number, limit: number): Promise<ThreadPage> {
-    const mine = [...this.rows.values()].filter((row) => row.userId === userId && row.agentId === agentId).sort(newestFirst);
+    const mine = this.mine(userId, agentId);
     return { entries: mine.slice(offset, offset + limit), total: mine.length };
+  }
+
+  async listAfter(userId: string, agentId: string, after: ThreadPosition, limit: number): Promise<ThreadPage> {
+    const mine = this.mine(userId, agentId);
+    return { entries: mine.filter((row) => newestFirst(after, row) < 0).slice(0, limit), total: mine.length };
+  }
+
+  private mine(userId: string, agentId: string): MemoryRow[] {
+    return [...this.rows.values()].filter((row) => row.userId === userId && row.agentId === agentId).sort(newestFirst);
   }
 
   async fill(storageKey: string, summary: ThreadSummary): Promise<void> {
