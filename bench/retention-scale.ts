@@ -19,9 +19,8 @@
  *      everything left, after which every expired conversation is gone and every other one reads.
  *
  * Options: --backends=filedb,serverdb --conversations=100000 --window=15 (seconds) --pairs=4
- * --rate=10 (invokes per second) --reads=31 (per page probe) --drain=180 (seconds at most);
- * --what-if-yield measures a possible change instead: the sweeper letting the event loop turn before
- * each deletion (see retention-service.ts). PostgreSQL: a database
+ * --rate=10 (invokes per second) --reads=31 (per page probe) --drain=180 (seconds at most).
+ * PostgreSQL: a database
  * `agenthost_bench_scale` on BENCH_DATABASE_URL's server (default postgres://postgres@127.0.0.1:5432/test),
  * created and dropped.
  */
@@ -38,9 +37,6 @@ const pairs = Number(args.pairs ?? 4);
 const rate = Number(args.rate ?? 10);
 const reads = Number(args.reads ?? 31);
 const drainSeconds = Number(args.drain ?? 180);
-/** What-if: the sweeper lets the event loop turn before each deletion (retention-service.ts). */
-const whatIfYield = args["what-if-yield"] !== undefined;
-const serviceEnv: Record<string, string> = whatIfYield ? { RETENTION_BENCH_YIELD: "true" } : {};
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const UNBOUNDED = 100_000;
 
@@ -131,7 +127,7 @@ async function benchBackend(db: BenchDatabase): Promise<void> {
   const young = copies.filter((c) => !c.old && !c.platform);
   const ttl = { CONVERSATION_TTL: String(TTL_DAYS * DAY / 1000) };
 
-  let service = await startServiceUnderTest({ ...db.env, ...ttl, ...serviceEnv });
+  let service = await startServiceUnderTest({ ...db.env, ...ttl });
   try {
     await verifySample(service.port, filled);
     log("sample checked: old and young conversations of both APIs read back whole through the history route; a turn continues one");
@@ -144,7 +140,7 @@ async function benchBackend(db: BenchDatabase): Promise<void> {
     await service.close();
   }
 
-  service = await startServiceUnderTest({ ...db.env, ...ttl, ...serviceEnv, RETENTION_MAX_DELETIONS_PER_SECOND: String(UNBOUNDED) });
+  service = await startServiceUnderTest({ ...db.env, ...ttl, RETENTION_MAX_DELETIONS_PER_SECOND: String(UNBOUNDED) });
   try {
     await service.stats();
     await service.ask("sweep", { on: true });
@@ -170,8 +166,7 @@ async function benchBackend(db: BenchDatabase): Promise<void> {
 }
 
 log(
-  `Storage at scale (fake model, one worker; ${windowSeconds} s windows at ${rate} invokes/s)` +
-    `${whatIfYield ? "; WHAT-IF: the sweeper yields to the event loop before each deletion (not the service's code)" : ""}`,
+  `Storage at scale (fake model, one worker; ${windowSeconds} s windows at ${rate} invokes/s)`,
 );
 for (const kind of backends) {
   const db = kind === "filedb" ? sqliteDatabase() : await postgresDatabase(databaseUrl);

@@ -20,7 +20,6 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pino } from "pino";
 import { RetentionSweeper } from "../src/background/retention-sweep.ts";
-import type { ConversationStore } from "../src/checkpoints/conversation-store.ts";
 import { loadConfig } from "../src/config/load.ts";
 import { createApp } from "../src/http/app.ts";
 import { listen } from "../src/http/server.ts";
@@ -66,23 +65,6 @@ let saverAtStats = await saverTotals();
 /** Expired conversations a pass reads (of each kind): RETENTION_BATCH of src/runtime.ts. */
 const RETENTION_BATCH = 500;
 
-/**
- * What if the sweeper let the event loop turn before each deletion (RETENTION_BENCH_YIELD=true, the
- * benchmark's --what-if-yield)? Not what the service does: a measurement of a possible change.
- */
-const yieldEachDeletion = process.env.RETENTION_BENCH_YIELD === "true";
-
-/** The conversation store the sweeper deletes through: the service's own, or (what-if) one that yields first. */
-function sweeperStore(): ConversationStore {
-  const store = runtime.conversations;
-  if (!yieldEachDeletion) return store;
-  const clear = async (storageKey: string) => {
-    await new Promise((resolve) => setImmediate(resolve));
-    await store.clear(storageKey);
-  };
-  return Object.create(store, { clear: { value: clear } }) as ConversationStore;
-}
-
 /** A sweeper as buildRuntime makes it, over the running service's own parts. */
 function newSweeper(): RetentionSweeper {
   return new RetentionSweeper({
@@ -96,7 +78,7 @@ function newSweeper(): RetentionSweeper {
     },
     records: runtime.checkpoints.platform,
     index: runtime.checkpoints.threads,
-    store: sweeperStore(),
+    store: runtime.conversations,
     idempotency: runtime.checkpoints.idempotency,
     leases: runtime.checkpoints.leases,
     locks: runtime.locks,
@@ -105,7 +87,7 @@ function newSweeper(): RetentionSweeper {
     metrics: runtime.metrics,
   });
 }
-let sweeper = yieldEachDeletion ? newSweeper() : runtime.retention;
+let sweeper = runtime.retention;
 
 const deletedSoFar = async () => (await runtime.metrics.retentionDeleted.get()).values.reduce((sum, value) => sum + value.value, 0);
 

@@ -68,6 +68,8 @@ export interface RuntimeOverrides {
   readonly metrics?: ServiceMetrics;
   /** How the library shortcuts' packages' versions are read (tests fake a mismatch). */
   readonly installedVersion?: InstalledVersion;
+  /** Candidates a retention sweep reads per pass (default 500; tests make it smaller than what a sweep leaves). */
+  readonly retentionBatch?: number;
 }
 
 export async function buildRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<WorkerRuntime> {
@@ -129,7 +131,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
         ttlMs: config.CONVERSATION_TTL === undefined ? null : config.CONVERSATION_TTL * 1000,
         intervalMs: config.RETENTION_SWEEP_INTERVAL * 1000,
         maxPerSecond: config.RETENTION_MAX_DELETIONS_PER_SECOND,
-        batch: RETENTION_BATCH,
+        batch: overrides.retentionBatch ?? RETENTION_BATCH,
         keepLatest: config.CHECKPOINT_KEEP_LATEST ?? null,
         runRecordTtlMs: config.RUN_RECORD_TTL * 1000,
       },

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { setTimeout as sleep } from "node:timers/promises";
+import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promises";
 import { INTERRUPT } from "@langchain/langgraph";
 import { storageKey } from "../auth/storage-key.ts";
 import type { ConversationStore } from "../checkpoints/conversation-store.ts";
@@ -73,8 +73,14 @@ export class RetentionSweeper {
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
   private closed = false;
-  /** Deletions in the current second, for the ceiling. */
-  private window = { start: 0, count: 0 };
+  /** When the next deletion may start (performance.now()): deletions are spread evenly under the ceiling. */
+  private nextDeletionAt = 0;
+  /**
+   * Where each candidate read resumes (an updated_at): past the conversations the last pass left
+   * (locked, paused, queued), so a full batch of them cannot starve those behind it. A read that
+   * comes back short goes back to the start next time, where the skipped ones are tried again.
+   */
+  private resume = { threads: 0, index: 0 };
   /** Conversations updated at or after this were not compacted yet (by this holder). */
   private compactedUntil = 0;
 
@@ -114,6 +120,8 @@ export class RetentionSweeper {
       if (this.closed) return;
       await this.pace();
       const outcome = await this.erase(candidate, now);
+      // SQLite deletes synchronously: let the worker's requests in between conversations.
+      await nextTurn();
       if (outcome === "deleted") {
         deleted++;
         metrics.retentionDeleted.inc();
@@ -123,12 +131,16 @@ export class RetentionSweeper {
       }
       await leases.take(LEASE, this.holder, leaseMs, Date.now());
     };
-    for (const thread of await records.expiredThreads(now, settings.ttlMs, settings.batch)) {
+    const threads = await records.expiredThreads(now, settings.ttlMs, this.resume.threads, settings.batch);
+    this.resume.threads = resumeAfter(threads, settings.batch);
+    for (const thread of threads) {
       const key = thread.agentId === null ? null : storageKey(thread.userId, thread.agentId, thread.threadId);
       await consider({ userId: thread.userId, threadId: thread.threadId, storageKey: key, agentId: thread.agentId });
     }
     if (settings.ttlMs !== null) {
-      for (const stale of await index.updatedWithin(0, now - settings.ttlMs, settings.batch)) {
+      const listed = await index.updatedWithin(this.resume.index, now - settings.ttlMs, settings.batch);
+      this.resume.index = resumeAfter(listed, settings.batch);
+      for (const stale of listed) {
         // A Platform thread's record decides (its own ttl, its updates): the pass above.
         const thread = await records.getThread(stale.owner.userId, stale.owner.threadId);
         if (thread && thread.agentId === stale.owner.agentId) continue;
@@ -204,14 +216,26 @@ export class RetentionSweeper {
     }
   }
 
-  /** Wait, when this second's deletions reached the ceiling, for the next second. */
+  /**
+   * Wait for this deletion's turn: one every 1/RETENTION_MAX_DELETIONS_PER_SECOND of a second, so
+   * the ceiling's deletions are spread over the second rather than made in one burst.
+   */
   private async pace(): Promise<void> {
     const now = performance.now();
-    if (now - this.window.start >= 1000) this.window = { start: now, count: 0 };
-    if (this.window.count >= this.deps.settings.maxPerSecond) {
-      await sleep(this.window.start + 1000 - now);
-      this.window = { start: performance.now(), count: 0 };
-    }
-    this.window.count++;
+    const at = Math.max(now, this.nextDeletionAt);
+    this.nextDeletionAt = at + 1000 / this.deps.settings.maxPerSecond;
+    if (at > now) await sleep(at - now);
   }
+}
+
+/**
+ * Where the next read of candidates resumes, given this one (least recently updated first): at
+ * the last one's updated_at when the read was full (those of that same millisecond come again,
+ * harmlessly; past it when the whole batch shares it), back at the start when it was not.
+ */
+function resumeAfter(read: ReadonlyArray<{ readonly updatedAt: number }>, batch: number): number {
+  const first = read[0];
+  const last = read.at(-1);
+  if (read.length < batch || !first || !last) return 0;
+  return first.updatedAt === last.updatedAt ? last.updatedAt + 1 : last.updatedAt;
 }

@@ -87,8 +87,8 @@ export class GuardedPlatformRecords implements PlatformRecords {
     return this.gate.run(({ platform }) => platform.deleteFinishedRuns(cutoff, limit));
   }
 
-  expiredThreads(now: number, defaultTtlMs: number | null, limit: number): Promise<PlatformThread[]> {
-    return this.gate.run(({ platform }) => platform.expiredThreads(now, defaultTtlMs, limit));
+  expiredThreads(now: number, defaultTtlMs: number | null, from: number, limit: number): Promise<PlatformThread[]> {
+    return this.gate.run(({ platform }) => platform.expiredThreads(now, defaultTtlMs, from, limit));
   }
 
   searchThreads(userId: string, search: ThreadSearch): Promise<PlatformThread[]> {

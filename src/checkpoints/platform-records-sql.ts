@@ -222,8 +222,8 @@ export class SqlitePlatformRecords implements PlatformRecords {
       `INSERT INTO ${threads} (${THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
     );
     this.expiredStmt = db.prepare(
-      `SELECT ${THREAD_COLUMNS} FROM ${threads} WHERE (ttl_ms IS NOT NULL AND updated_at + ttl_ms <= @now)
-  OR (ttl_ms IS NULL AND @fallback IS NOT NULL AND updated_at <= @now - @fallback) ORDER BY updated_at LIMIT @limit`,
+      `SELECT ${THREAD_COLUMNS} FROM ${threads} WHERE updated_at >= @from AND ((ttl_ms IS NOT NULL AND updated_at + ttl_ms <= @now)
+  OR (ttl_ms IS NULL AND @fallback IS NOT NULL AND updated_at <= @now - @fallback)) ORDER BY updated_at LIMIT @limit`,
     );
     this.getStmt = db.prepare(`SELECT ${THREAD_COLUMNS} FROM ${threads} WHERE user_id = ? AND thread_id = ?`);
     this.updateStmt = db.prepare(
@@ -273,8 +273,8 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
     return row && threadOf(row);
   }
 
-  async expiredThreads(now: number, defaultTtlMs: number | null, limit: number): Promise<PlatformThread[]> {
-    return (this.expiredStmt.all({ now, fallback: defaultTtlMs, limit }) as ThreadRow[]).map(threadOf);
+  async expiredThreads(now: number, defaultTtlMs: number | null, from: number, limit: number): Promise<PlatformThread[]> {
+    return (this.expiredStmt.all({ now, fallback: defaultTtlMs, from, limit }) as ThreadRow[]).map(threadOf);
   }
 
   async getThread(userId: string, threadId: string): Promise<PlatformThread | undefined> {
@@ -416,11 +416,11 @@ ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
     return rows[0] && threadOf(rows[0]);
   }
 
-  async expiredThreads(now: number, defaultTtlMs: number | null, limit: number): Promise<PlatformThread[]> {
+  async expiredThreads(now: number, defaultTtlMs: number | null, from: number, limit: number): Promise<PlatformThread[]> {
     const { rows } = await this.pool.query<ThreadRow>(
-      `SELECT ${THREAD_COLUMNS} FROM ${this.threads} WHERE (ttl_ms IS NOT NULL AND updated_at + ttl_ms <= $1)
-  OR (ttl_ms IS NULL AND $2::bigint IS NOT NULL AND updated_at <= $1 - $2::bigint) ORDER BY updated_at LIMIT $3`,
-      [now, defaultTtlMs, limit],
+      `SELECT ${THREAD_COLUMNS} FROM ${this.threads} WHERE updated_at >= $4 AND ((ttl_ms IS NOT NULL AND updated_at + ttl_ms <= $1)
+  OR (ttl_ms IS NULL AND $2::bigint IS NOT NULL AND updated_at <= $1 - $2::bigint)) ORDER BY updated_at LIMIT $3`,
+      [now, defaultTtlMs, limit, from],
     );
     return rows.map(threadOf);
   }

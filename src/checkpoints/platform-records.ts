@@ -97,9 +97,10 @@ export interface PlatformRecords {
   countThreads(userId: string, search: Omit<ThreadSearch, "sortBy" | "sortOrder" | "offset" | "limit">): Promise<number>;
   /**
    * Up to `limit` threads of any user whose time to live ran out by `now`: their own `ttlMs`, or
-   * `defaultTtlMs` (null: none) for those without one; least recently updated first (retention).
+   * `defaultTtlMs` (null: none) for those without one; last updated at or after `from`, least
+   * recently updated first (retention).
    */
-  expiredThreads(now: number, defaultTtlMs: number | null, limit: number): Promise<PlatformThread[]>;
+  expiredThreads(now: number, defaultTtlMs: number | null, from: number, limit: number): Promise<PlatformThread[]>;
 
   /** Record a run (its thread's record exists). */
   putRun(run: PlatformRun): Promise<void>;
@@ -260,9 +261,9 @@ export class MemoryPlatformRecords implements PlatformRecords {
     return this.filtered(userId, search).length;
   }
 
-  async expiredThreads(now: number, defaultTtlMs: number | null, limit: number): Promise<PlatformThread[]> {
+  async expiredThreads(now: number, defaultTtlMs: number | null, from: number, limit: number): Promise<PlatformThread[]> {
     return [...this.threads.values()]
-      .filter((thread) => threadExpired(thread, now, defaultTtlMs))
+      .filter((thread) => thread.updatedAt >= from && threadExpired(thread, now, defaultTtlMs))
       .sort((a, b) => a.updatedAt - b.updatedAt)
       .slice(0, limit)
       .map(threadCopy);

@@ -355,14 +355,15 @@ for (const [name, make] of [["memory", memory], ["filedb", sqlite], ["serverdb",
       await store.createThread(thread("own-long", { createdAt: 1_000, ttlMs: 10_000 }));
       await store.createThread(thread("default", { createdAt: 2_000 }));
       await store.createThread(thread("fresh", { createdAt: 9_000, userId: BOB }));
-      assert.deepEqual(idsOf(await store.expiredThreads(5_000, 2_000, 10)), ["own-short", "default"]);
-      assert.deepEqual(idsOf(await store.expiredThreads(5_000, null, 10)), ["own-short"], "no default: only threads with their own");
-      assert.deepEqual(idsOf(await store.expiredThreads(5_000, 2_000, 1)), ["own-short"]);
+      assert.deepEqual(idsOf(await store.expiredThreads(5_000, 2_000, 0, 10)), ["own-short", "default"]);
+      assert.deepEqual(idsOf(await store.expiredThreads(5_000, null, 0, 10)), ["own-short"], "no default: only threads with their own");
+      assert.deepEqual(idsOf(await store.expiredThreads(5_000, 2_000, 0, 1)), ["own-short"]);
       await store.updateThread(ALICE, "own-short", { now: 4_800 });
-      assert.deepEqual(idsOf(await store.expiredThreads(5_000, 2_000, 10)), ["default"], "an update renews the ttl");
+      assert.deepEqual(idsOf(await store.expiredThreads(5_000, 2_000, 0, 10)), ["default"], "an update renews the ttl");
       const renewed = await store.updateThread(ALICE, "default", { now: 5_000, ttlMs: 60_000 });
       assert.equal(renewed?.ttlMs, 60_000);
-      assert.deepEqual(idsOf(await store.expiredThreads(20_000, 2_000, 10)), ["own-long", "own-short", "fresh"], "every user's, oldest first");
+      assert.deepEqual(idsOf(await store.expiredThreads(20_000, 2_000, 0, 10)), ["own-long", "own-short", "fresh"], "every user's, oldest first");
+      assert.deepEqual(idsOf(await store.expiredThreads(20_000, 2_000, 4_800, 10)), ["own-short", "fresh"], "from a place: last updated at or after it");
     });
 
     test("a run's base is noted at its first start and kept when it starts again (a rollback goes back to it)", async () => {

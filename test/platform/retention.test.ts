@@ -161,6 +161,40 @@ for (const make of [sqliteBackend, postgresBackend]) {
   });
 }
 
+for (const make of [sqliteBackend, postgresBackend]) {
+  test(`conversations a sweep leaves do not hold back those behind them: each sweep reads on past them, then from the start again (${make().name})`, async () => {
+    const backend = make();
+    // Two candidates per read: the two paused conversations, the oldest, fill a whole one.
+    const service = await startService({ ...backend.env, AGENT_PATHS: AGENTS, CONVERSATION_TTL: String(HOUR / 1000), RETENTION_SWEEP_INTERVAL: "3600" }, { retentionBatch: 2 });
+    try {
+      const invoke = (agent: string, threadId: string) => call(service, "POST", `/${agent}/invoke`, { input: { message: "hello" }, thread_id: threadId });
+      const messagesOf = async (agent: string, threadId: string) =>
+        ((await (await call(service, "GET", `/${agent}/history?thread_id=${threadId}`)).json()) as { total: number }).total;
+      for (const [agent, threadId, hours] of [[ASK, "first", 4], [ASK, "second", 3], [CHATBOT, "behind", 2]] as const) {
+        assert.equal((await invoke(agent, threadId)).status, 200);
+        await onDatabase(backend, "UPDATE agenthost_threads SET updated_at = $1 WHERE public_thread_id = $2", [Date.now() - hours * HOUR, threadId]);
+      }
+      const sweep = async () => {
+        await service.runtime.retention.sweep();
+        const line = service.logs.findLast((entry) => entry.msg === "retention sweep");
+        return { deleted: line?.deleted, skipped: line?.skipped };
+      };
+      assert.deepEqual(await sweep(), { deleted: 0, skipped: { interrupted: 2 } }, "a read of the two paused ones");
+      assert.deepEqual(await sweep(), { deleted: 1, skipped: { interrupted: 1 } }, "on past them, from the second: the one behind goes");
+      assert.equal(await messagesOf(CHATBOT, "behind"), 0);
+      const lines = service.logs.filter((entry) => entry.msg === "retention sweep").length;
+      await sweep(); // past the end: nothing read, no line
+      assert.equal(service.logs.filter((entry) => entry.msg === "retention sweep").length, lines);
+      assert.deepEqual(await sweep(), { deleted: 0, skipped: { interrupted: 2 } }, "from the start again");
+      assert.ok((await messagesOf(ASK, "first")) > 0);
+      assert.ok((await messagesOf(ASK, "second")) > 0);
+    } finally {
+      await service.close();
+      await backend.cleanup();
+    }
+  });
+}
+
 for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
   describe(`compaction: CHECKPOINT_KEEP_LATEST (${make().name})`, { concurrency: false }, () => {
     let backend: BackendUnderTest;
