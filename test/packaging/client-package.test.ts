@@ -1,27 +1,28 @@
-// @agenthost/client as people get it: built and packed from a copy of this checkout, installed from
-// the tarball into a fresh project (no dependencies come with it), then used against a running
-// agenthost from plain Node ESM, from CommonJS, and from TypeScript compiled with tsc (NodeNext from
-// an ES module and from a CommonJS file, and Bundler resolution; strict, exactOptionalPropertyTypes,
-// library checks on, no Node types).
+// @agenthost/client as people get it: built and packed from a copy of this checkout, ready to publish
+// (npm publish --dry-run), installed from the tarball into a fresh project (no dependencies come
+// with it), then used against a running agenthost from plain Node ESM, from CommonJS, and from
+// TypeScript compiled with tsc (NodeNext from an ES module and from a CommonJS file, and Bundler
+// resolution; strict, exactOptionalPropertyTypes, library checks on, no Node types).
 import assert from "node:assert/strict";
-import { readdirSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import type * as Esbuild from "esbuild";
 import { after, before, test } from "node:test";
 import { startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
-import { copyOfCheckout, pack, projectWith, removeTempFolders, run, runAsync, tempFolder, TSC } from "./packaging-helper.ts";
+import { copyOfCheckout, pack, projectWith, publishDryRun, removeTempFolders, ROOT, run, runAsync, tempFolder, TSC } from "./packaging-helper.ts";
 
 const FAKE = "This is a test response from the fake model.";
 
 let service: RunningService;
 let project: string;
+let client: string;
 
 before(async () => {
   service = await startService();
   const checkout = copyOfCheckout(["package.json", "packages/client", "src/client"]);
-  const client = path.join(checkout, "packages/client");
+  client = path.join(checkout, "packages/client");
   run(process.execPath, ["build.mjs"], { cwd: client });
   project = projectWith([pack(client, tempFolder("tarballs"))]);
 });
@@ -35,6 +36,17 @@ after(async () => {
 async function runScript(file: string): Promise<Record<string, unknown>> {
   return JSON.parse(await runAsync(process.execPath, [file, service.url, TEST_TOKEN], project)) as Record<string, unknown>;
 }
+
+test("ready to publish: npm publish --dry-run warns of nothing, publishes public, ships README, LICENSE and dist/ only", () => {
+  const dryRun = publishDryRun(client);
+  assert.deepEqual(dryRun.warnings, []);
+  assert.match(dryRun.publishing, /public access/);
+  assert.deepEqual(new Set(dryRun.files.map((file) => file.split("/")[0])), new Set(["README.md", "LICENSE", "package.json", "dist"]));
+  for (const file of ["dist/esm/index.js", "dist/esm/index.d.ts", "dist/cjs/index.js", "dist/cjs/index.d.ts", "dist/cjs/package.json"]) assert.ok(dryRun.files.includes(file), `${file} ships`);
+  assert.equal(readFileSync(path.join(client, "LICENSE"), "utf8"), readFileSync(path.join(ROOT, "LICENSE"), "utf8"), "the same LICENSE as agenthost's");
+  const manifest = JSON.parse(readFileSync(path.join(client, "package.json"), "utf8")) as Record<string, unknown>;
+  for (const field of ["description", "license", "repository", "homepage", "bugs", "keywords", "engines", "types", "exports"]) assert.ok(manifest[field], `package.json has ${field}`);
+});
 
 test("installing the client brings nothing else", () => {
   assert.deepEqual(readdirSync(path.join(project, "node_modules")).filter((name) => !name.startsWith(".")), ["@agenthost"]);

@@ -1,8 +1,10 @@
 // Shared by the packaging tests: copies of the checkout to build and pack in (so a build never
-// replaces the dist/ that other tests' bin/agenthost may be running), commands, and a service
-// started from a bin/ script and read through its JSON log.
+// replaces the dist/ that other tests' bin/agenthost may be running), the server package built and
+// packed once for every test file that needs its tarball, commands, `npm publish --dry-run`, and a
+// service started from a bin/ script and read through its JSON log.
 import { spawn, spawnSync, type SpawnSyncOptions } from "node:child_process";
-import { cpSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -71,12 +73,109 @@ export function pack(folder: string, destination: string): string {
   return path.join(destination, filename);
 }
 
+/** Every file the server package is built and packed from, relative to the checkout. */
+const SERVER_SOURCES = ["package.json", "README.md", "LICENSE", "Procfile", "tsconfig.json", "tsconfig.build.json", "bin", "src", "workers", "docs", "scripts/build.mjs"];
+
+/**
+ * Packed server tarballs, one folder per hash of the sources they were built from, kept between
+ * test files (each runs in a process of its own) and runs: a build takes about 100 s.
+ */
+const TARBALLS = path.join(tmpdir(), "agenthost-packaging-tarballs");
+
+/** Files under `entry` (a file or a folder of `folder`), relative to `folder`, in a stable order. */
+function filesOf(folder: string, entry: string): string[] {
+  const full = path.join(folder, entry);
+  if (!statSync(full).isDirectory()) return [entry];
+  return readdirSync(full).sort().flatMap((name) => filesOf(folder, path.join(entry, name)));
+}
+
+/** A hash of the names and contents of the server package's sources in `folder`. */
+function serverSourcesHash(folder: string): string {
+  const hash = createHash("sha256");
+  for (const file of SERVER_SOURCES.flatMap((entry) => filesOf(folder, entry))) {
+    hash.update(`${file}\0`).update(readFileSync(path.join(folder, file))).update("\0");
+  }
+  return hash.digest("hex").slice(0, 24);
+}
+
+/** The cached tarball packed from sources with this hash, if there is one. */
+function cachedTarball(hash: string): string | undefined {
+  const folder = path.join(TARBALLS, hash);
+  const tarball = existsSync(folder) ? readdirSync(folder).find((name) => name.endsWith(".tgz")) : undefined;
+  return tarball === undefined ? undefined : path.join(folder, tarball);
+}
+
+/** Keep a copy of `tarball` for these sources (written aside, then renamed: readers see all or nothing); drop copies a day old. */
+function keepTarball(hash: string, tarball: string): void {
+  mkdirSync(TARBALLS, { recursive: true });
+  for (const name of readdirSync(TARBALLS)) {
+    const old = path.join(TARBALLS, name);
+    if (Date.now() - statSync(old).mtimeMs > 24 * 3600_000) rmSync(old, { recursive: true, force: true });
+  }
+  if (cachedTarball(hash)) return;
+  const aside = mkdtempSync(path.join(TARBALLS, `.${hash}-`));
+  cpSync(tarball, path.join(aside, path.basename(tarball)));
+  try {
+    renameSync(aside, path.join(TARBALLS, hash));
+  } catch {
+    rmSync(aside, { recursive: true, force: true }); // another test file kept the same tarball first
+  }
+}
+
+/**
+ * The server package built in a copy of the checkout (its compiled service in `checkout`/dist) and
+ * packed without its prepack build; the tarball is also kept for serverTarball.
+ */
+export function buildServer(): { checkout: string; tarball: string } {
+  const checkout = copyOfCheckout(SERVER_SOURCES);
+  run(process.execPath, ["scripts/build.mjs"], { cwd: checkout });
+  const tarball = pack(checkout, tempFolder("tarballs"));
+  keepTarball(serverSourcesHash(checkout), tarball);
+  return { checkout, tarball };
+}
+
+/** The server package's tarball for the checkout's current sources: the one kept by an earlier build, or a new build's. */
+export function serverTarball(): string {
+  return cachedTarball(serverSourcesHash(ROOT)) ?? buildServer().tarball;
+}
+
+export interface DryRun {
+  /** The files the package would ship, sorted. */
+  readonly files: string[];
+  /** npm's warnings, but the one every dry run off the registry prints (not logged in). */
+  readonly warnings: string[];
+  /** What npm says it would publish to, with which tag and access. */
+  readonly publishing: string;
+}
+
+/** `npm publish --dry-run` of the package in `folder`, without its prepack build. */
+export function publishDryRun(folder: string): DryRun {
+  const result = spawnSync("npm", ["publish", "--dry-run", "--ignore-scripts", "--json"], { cwd: folder, encoding: "utf8", timeout: 120_000 });
+  if (result.status !== 0) throw new Error(`npm publish --dry-run in ${folder} exited ${result.status}:\n${result.stdout}\n${result.stderr}`);
+  const [report] = Object.values(JSON.parse(result.stdout) as Record<string, { files: Array<{ path: string }> }>);
+  const lines = result.stderr.split("\n");
+  return {
+    files: (report?.files ?? []).map((file) => file.path).sort(),
+    warnings: lines.filter((line) => line.startsWith("npm warn") && !/requires you to be logged in/.test(line)),
+    publishing: lines.find((line) => line.includes("Publishing to")) ?? "",
+  };
+}
+
+/**
+ * `npm install` in `project`, without install scripts, taking what npm's cache holds without asking
+ * the registry again (the rest comes from the registry): 30 s where asking took 100 s, on a busy
+ * 2-core machine.
+ */
+export function npmInstall(project: string, packages: readonly string[] = []): void {
+  run("npm", ["install", "--no-audit", "--no-fund", "--ignore-scripts", "--prefer-offline", ...packages], { cwd: project });
+}
+
 /** A fresh project (an ES module package) with these tarballs installed. */
 export function projectWith(tarballs: readonly string[]): string {
   const project = tempFolder("project");
   run("npm", ["init", "-y"], { cwd: project });
   run("npm", ["pkg", "set", "type=module"], { cwd: project });
-  run("npm", ["install", "--no-audit", "--no-fund", "--ignore-scripts", ...tarballs], { cwd: project });
+  npmInstall(project, tarballs);
   return project;
 }
 
@@ -88,8 +187,8 @@ export interface StartedService {
 }
 
 /**
- * Start an agenthost bin script with the fake model, one worker and ports of its own, plus `env`,
- * and resolve once its worker listens. The environment holds nothing else from the test runner.
+ * Start an agenthost bin script with one worker and ports of its own, plus `env` (the fake model
+ * when it says so), and resolve once its worker listens. The environment holds nothing else from the test runner.
  */
 export async function startBin(bin: string, env: Record<string, string>, cwd: string): Promise<StartedService> {
   const [port, metricsPort] = [await freePort(), await freePort()];

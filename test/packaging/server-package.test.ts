@@ -1,15 +1,16 @@
-// The server package as people get it: built and packed from a copy of this checkout, its compiled
-// service answering the README's own commands, then installed from the tarball into a fresh project
+// The server package as people get it: built and packed from a copy of this checkout (the tarball is
+// kept for test/packaging/starter-project.test.ts), ready to publish, its compiled service answering
+// the README's own commands, then installed from the tarball into a fresh project
 // (dependencies from the registry), where `npx agenthost --help` starts nothing, the installed
 // service answers the installed client, `agenthost/agent` imports, `agenthost/client` type-checks,
 // and (tsx being only a development dependency) a TypeScript AGENT_PATHS file is refused in one line
 // on a Node that does not strip types.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { spawnSync } from "node:child_process";
-import { copyOfCheckout, pack, projectWith, removeTempFolders, ROOT, run, startBin, tempFolder, TSC } from "./packaging-helper.ts";
+import { buildServer, projectWith, publishDryRun, removeTempFolders, ROOT, run, startBin, tempFolder, TSC } from "./packaging-helper.ts";
 
 const FAKE = "This is a test response from the fake model.";
 const VERSION = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { version: string }).version;
@@ -19,11 +20,7 @@ let tarball: string;
 let project: string;
 
 before(() => {
-  checkout = copyOfCheckout(["package.json", "README.md", "Procfile", "tsconfig.json", "tsconfig.build.json", "bin", "src", "workers", "docs"]);
-  mkdirSync(path.join(checkout, "scripts"));
-  writeFileSync(path.join(checkout, "scripts/build.mjs"), readFileSync(path.join(ROOT, "scripts/build.mjs")));
-  run(process.execPath, ["scripts/build.mjs"], { cwd: checkout });
-  tarball = pack(checkout, tempFolder("tarballs"));
+  ({ checkout, tarball } = buildServer());
   project = projectWith([tarball]);
 });
 
@@ -35,6 +32,17 @@ test("the tarball holds the compiled service, its declarations and bin/, and no 
     assert.ok(files.has(`package/${file}`), `${file} is in the tarball`);
   }
   assert.deepEqual([...files].filter((f) => /^package\/(src|test|bench|scripts)\//.test(f)), []);
+});
+
+test("ready to publish: npm publish --dry-run warns of nothing; the package ships its README, LICENSE, bin/, dist/ and docs/", () => {
+  const dryRun = publishDryRun(checkout);
+  assert.deepEqual(dryRun.warnings, []);
+  for (const file of ["README.md", "LICENSE", "package.json", "Procfile", "bin/agenthost", "dist/src/cluster/main.js", "dist/src/agents/agent.d.ts", "docs/your-own-agent.md"]) {
+    assert.ok(dryRun.files.includes(file), `${file} ships`);
+  }
+  assert.deepEqual(new Set(dryRun.files.map((file) => file.split("/")[0])), new Set(["README.md", "LICENSE", "package.json", "Procfile", "bin", "dist", "docs"]));
+  const manifest = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as Record<string, unknown>;
+  for (const field of ["description", "license", "repository", "homepage", "bugs", "keywords", "engines", "exports"]) assert.ok(manifest[field], `package.json has ${field}`);
 });
 
 /** The README's commands: the first one's environment, and the curl lines that follow "from another terminal". */
