@@ -62,9 +62,11 @@ const LEASE = "retention";
  * dies) deletes the conversations whose time ran out: CONVERSATION_TTL after their last update, or a
  * Platform thread's own `ttl`. Each goes whole (checkpoints, writes, message rows, its list entry,
  * its idempotency answers, its Platform thread and run records), one conversation per short
- * transaction, at most RETENTION_MAX_DELETIONS_PER_SECOND. A conversation that is locked (a run or
+ * transaction, at most RETENTION_MAX_DELETIONS_PER_SECOND spread evenly over each second, with a
+ * turn of the event loop between conversations (SQLite's calls are synchronous). A sweep reads on
+ * while it finds a full batch, so a backlog goes in one sweep. A conversation that is locked (a run or
  * request holds it), has runs queued, is paused on an interrupt, or is busy is left for a later
- * sweep; its expiry is read again under its lock, so one updated meanwhile stays. With
+ * sweep, and reads go on past it; its expiry is read again under its lock, so one updated meanwhile stays. With
  * CHECKPOINT_KEEP_LATEST, the same sweeper then compacts the conversations updated since its last
  * pass: each keeps its latest N root checkpoints (time travel reaches back that far).
  */
@@ -131,16 +133,27 @@ export class RetentionSweeper {
       }
       await leases.take(LEASE, this.holder, leaseMs, Date.now());
     };
-    const threads = await records.expiredThreads(now, settings.ttlMs, this.resume.threads, settings.batch);
-    this.resume.threads = resumeAfter(threads, settings.batch);
-    for (const thread of threads) {
-      const key = thread.agentId === null ? null : storageKey(thread.userId, thread.agentId, thread.threadId);
-      await consider({ userId: thread.userId, threadId: thread.threadId, storageKey: key, agentId: thread.agentId });
+    // Each kind is read batch after batch while reads come back full (a backlog goes in one sweep,
+    // at the ceiling's pace); a conversation read twice (reads resume at the last one's time) counts once.
+    const seen = new Set<string>();
+    for (let full = true; full && !this.closed; ) {
+      const threads = await records.expiredThreads(now, settings.ttlMs, this.resume.threads, settings.batch);
+      this.resume.threads = resumeAfter(threads, settings.batch);
+      full = threads.length === settings.batch;
+      for (const thread of threads) {
+        if (seen.has(`${thread.userId}\0${thread.threadId}`)) continue;
+        seen.add(`${thread.userId}\0${thread.threadId}`);
+        const key = thread.agentId === null ? null : storageKey(thread.userId, thread.agentId, thread.threadId);
+        await consider({ userId: thread.userId, threadId: thread.threadId, storageKey: key, agentId: thread.agentId });
+      }
     }
-    if (settings.ttlMs !== null) {
-      const listed = await index.updatedWithin(this.resume.index, now - settings.ttlMs, settings.batch);
+    for (let full = settings.ttlMs !== null; full && !this.closed; ) {
+      const listed = await index.updatedWithin(this.resume.index, now - (settings.ttlMs ?? 0), settings.batch);
       this.resume.index = resumeAfter(listed, settings.batch);
+      full = listed.length === settings.batch;
       for (const stale of listed) {
+        if (seen.has(stale.storageKey)) continue;
+        seen.add(stale.storageKey);
         // A Platform thread's record decides (its own ttl, its updates): the pass above.
         const thread = await records.getThread(stale.owner.userId, stale.owner.threadId);
         if (thread && thread.agentId === stale.owner.agentId) continue;
