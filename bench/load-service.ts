@@ -5,6 +5,7 @@
  * primary and worker together). Used by throughput.ts and ab.ts.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
@@ -96,9 +97,40 @@ export async function ready(child: ChildProcess, port: number): Promise<Server> 
   };
 }
 
+/**
+ * The LangGraph Platform routes a benchmark may drive, each a run on a new thread (`if_not_exists`),
+ * and the service's own route that does the same work (PLATFORM_COUNTERPARTS).
+ */
+const PLATFORM_RUNS: Record<string, { route: "wait" | "stream"; streamMode?: string[] }> = {
+  wait: { route: "wait" },
+  values: { route: "stream", streamMode: ["values"] },
+  "messages-tuple": { route: "stream", streamMode: ["messages-tuple"] },
+};
+export const PLATFORM_COUNTERPARTS: Record<string, string> = { wait: "invoke", values: "stream", "messages-tuple": "stream" };
+export const isPlatformRoute = (route: string) => route in PLATFORM_RUNS;
+
+const QUESTION = "Hello! Please answer briefly.";
+
+/** Where a run of `route` goes and what it sends: the service's own `/chatbot-agent/<route>`, or a Platform run. */
+function runRequest(route: string): { path: string; body: string } {
+  const platform = PLATFORM_RUNS[route];
+  if (!platform) {
+    return { path: `/chatbot-agent/${route}`, body: JSON.stringify({ input: { message: QUESTION }, ...(route === "stream" ? { stream_tokens: true } : {}) }) };
+  }
+  return {
+    path: `/threads/${randomUUID()}/runs/${platform.route}`,
+    body: JSON.stringify({
+      assistant_id: "chatbot-agent",
+      input: { messages: [{ role: "user", content: QUESTION }] },
+      if_not_exists: "create",
+      ...(platform.streamMode ? { stream_mode: platform.streamMode } : {}),
+    }),
+  };
+}
+
 /** One request; resolves when the whole answer has arrived (a stream: at its end). */
 function request(agent: http.Agent, port: number, route: string): Promise<void> {
-  const body = JSON.stringify({ input: { message: "Hello! Please answer briefly." }, ...(route === "stream" ? { stream_tokens: true } : {}) });
+  const { path, body } = runRequest(route);
   return new Promise((resolve, reject) => {
     const req = http.request(
       {
@@ -106,7 +138,7 @@ function request(agent: http.Agent, port: number, route: string): Promise<void> 
         host: "127.0.0.1",
         port,
         method: "POST",
-        path: `/chatbot-agent/${route}`,
+        path,
         headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
       },
       (res) => {

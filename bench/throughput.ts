@@ -24,20 +24,40 @@
  * (the floor in a new process after the service) between 1.05x and 1.58x from run to run. The
  * compiled code is measured: a stale dist/ is rebuilt first. Three backends take about four minutes.
  *
+ * Then, per backend, the LangGraph Platform routes against the service's own (`--platform`, default
+ * wait,values,messages-tuple): `runs/wait` against `/invoke`, `runs/stream` with `values` and with
+ * `messages-tuple` against `/stream`, each a run on a new thread, on the same service, in rounds the
+ * same way (goal: at least 95 % of the own route's runs/s).
+ *
  *   npm run bench
- *   npm run bench -- --backends=filedb --routes=invoke --seconds=2 --rounds=15 --http-floor
+ *   npm run bench -- --backends=filedb --routes=invoke --seconds=2 --rounds=15 --http-floor --platform=wait
  */
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
-import { freePort, load as loadServer, median, onServiceCore, pinLoadGenerator, pinned, ready, startService, type Measurement, type Server } from "./load-service.ts";
+import {
+  freePort,
+  isPlatformRoute,
+  load as loadServer,
+  median,
+  onServiceCore,
+  pinLoadGenerator,
+  pinned,
+  PLATFORM_COUNTERPARTS,
+  ready,
+  startService,
+  type Measurement,
+  type Server,
+} from "./load-service.ts";
 import { pgQuery } from "./postgres.ts";
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const backends = (args.backends ?? "memory,filedb,serverdb").split(",");
 const routes = (args.routes ?? "invoke,stream").split(",");
+/** The Platform routes measured against the service's own counterpart (PLATFORM_COUNTERPARTS); `--platform=` for none. */
+const platformRoutes = (args.platform ?? "wait,values,messages-tuple").split(",").filter(Boolean);
 const seconds = Number(args.seconds ?? 1);
 const withHttpFloor = "http-floor" in args;
 const concurrency = Number(args.concurrency ?? 8);
@@ -183,6 +203,45 @@ async function warmUntilSteady(measure: () => Promise<Measurement>): Promise<voi
   }
 }
 
+/** One round of a Platform route against its own counterpart, on one service. */
+interface PlatformRound {
+  readonly own: Measurement;
+  readonly platform: Measurement;
+}
+const platformLines: string[] = [];
+
+/** Measure each Platform route against the service's own counterpart, in rounds, back to back. */
+async function measurePlatform(kind: string, service: Server): Promise<void> {
+  for (const route of platformRoutes) {
+    if (!isPlatformRoute(route)) throw new Error(`--platform: unknown route ${route} (${Object.keys(PLATFORM_COUNTERPARTS).join(", ")})`);
+    const own = PLATFORM_COUNTERPARTS[route]!;
+    await load(service, route, SERVER_WARMUP_MS, 0);
+    await warmUntilSteady(() => load(service, route, 0, 1));
+    await warmUntilSteady(() => load(service, own, 0, 1));
+    const measured: PlatformRound[] = [];
+    for (let i = 0; i < rounds; i++) {
+      if (i % 2 === 0) {
+        const ownRun = await load(service, own, 0, seconds);
+        measured.push({ own: ownRun, platform: await load(service, route, 0, seconds) });
+      } else {
+        const platform = await load(service, route, 0, seconds);
+        measured.push({ platform, own: await load(service, own, 0, seconds) });
+      }
+    }
+    const middleHalf = (ratio: (round: PlatformRound) => number, format: (value: number) => string) => {
+      const sorted = measured.map(ratio).sort((a, b) => a - b);
+      const at = (q: number) => sorted[Math.round(q * (sorted.length - 1))]!;
+      return `${format(median(sorted))} (${format(at(0.25))}-${format(at(0.75))})`;
+    };
+    const name = route === "wait" ? "runs/wait" : `runs/stream ${route}`;
+    platformLines.push(
+      `| ${kind} | ${name} | /${own} | ${median(measured.map((r) => r.platform.perSecond)).toFixed(0)} | ${median(measured.map((r) => r.own.perSecond)).toFixed(0)} | ` +
+        `${middleHalf((r) => r.platform.perSecond / r.own.perSecond, percent)} | ${median(measured.map((r) => r.platform.cpuMsPerRun)).toFixed(2)} | ` +
+        `${median(measured.map((r) => r.own.cpuMsPerRun)).toFixed(2)} | ${middleHalf((r) => r.platform.cpuMsPerRun / r.own.cpuMsPerRun, times)} |`,
+    );
+  }
+}
+
 let headed = false;
 for (const kind of backends) {
   const backend = await openBackend(kind);
@@ -227,8 +286,15 @@ for (const kind of backends) {
       }
       console.log([kind.padEnd(8), route.padEnd(6), ...columns.map(([heading, value]) => value.padStart(heading.length))].join(" | "));
     }
+    await measurePlatform(kind, service);
   } finally {
     for (const server of servers) await server.stop();
     await backend.cleanup();
   }
+}
+if (platformLines.length > 0) {
+  console.log(`\nThe LangGraph Platform routes against the service's own (same service, c=${concurrency}, medians of ${rounds} rounds; goal: >= 95 % of the own route's runs/s)`);
+  console.log("| backend | Platform route | own route | Platform runs/s | own runs/s | share of own (middle half) | Platform CPU ms/run | own CPU ms/run | CPU to own (middle half) |");
+  console.log("|---|---|---|---|---|---|---|---|---|");
+  for (const line of platformLines) console.log(line);
 }
