@@ -103,6 +103,21 @@ export async function startCluster(env: Record<string, string> = {}, options: Cl
   void exited.then(() => {
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
     for (const listener of listeners) listener();
+    // The workers hold the primary's stdout and stderr too: a worker still up 5 s after its primary
+    // (SIGKILL leaves them to end on their own) would keep this test file running until the runner's
+    // timeout. Past that, the pipes are let go and what is left of the workers ended.
+    const lingering = setTimeout(() => {
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      for (const pid of cluster.workerPids()) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          // Gone already.
+        }
+      }
+    }, 5_000);
+    lingering.unref();
   });
 
   const waitForLog = (match: (line: LogLine) => boolean, ms = 30_000, from = 0) =>
