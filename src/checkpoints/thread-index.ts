@@ -1,4 +1,5 @@
 import { isBaseMessage } from "@langchain/core/messages";
+import type { ThreadCursor } from "../contract/threads.ts";
 
 /**
  * The conversation list: one row per conversation, keyed by its storage key like every other table
@@ -43,11 +44,8 @@ export interface ThreadPage {
   readonly total: number;
 }
 
-/** A place in a user's list: a conversation's last update and public thread id (the list's order). */
-export interface ThreadPosition {
-  readonly updatedAt: number;
-  readonly threadId: string;
-}
+/** A place in a user's list: a conversation's last update and public thread id (the list's order), as a cursor names it. */
+export type ThreadPosition = ThreadCursor;
 
 export interface ThreadIndex {
   /** Record that the conversation's messages changed now: create its row or update it. */
