@@ -243,13 +243,8 @@ export class BackgroundRuns implements BackgroundWork {
     let events;
     try {
       const body = await this.continued(caller, entry, execution, request);
-      handle = await runs.create(caller, threadId, { ...body, multitask_strategy: undefined }, execution.control, log, {
-        runId,
-        attempt: entry.attempt,
-        createdAt: record.createdAt,
-        createdBy: queued.createdBy,
-        writesEnd,
-      });
+      const background = { runId, attempt: entry.attempt, createdAt: record.createdAt, createdBy: queued.createdBy, writesEnd };
+      handle = await runs.create(caller, threadId, { ...body, multitask_strategy: undefined }, execution.control, log, { background });
       events = await handle.events();
     } catch (error) {
       // A run of the other API holds the conversation, or its user has as many runs as their fair

@@ -71,6 +71,11 @@ export class ConversationStore {
     return headOf(await this.saver.getTuple({ configurable: { thread_id: storageKey, checkpoint_ns: "" } }));
   }
 
+  /** When the conversation's latest checkpoint was written (its ISO time); undefined when nothing is stored. */
+  async writtenAt(storageKey: string): Promise<string | undefined> {
+    return (await this.saver.getTuple({ configurable: { thread_id: storageKey, checkpoint_ns: "" } }))?.checkpoint.ts;
+  }
+
   /**
    * A run on the conversation ended. A failed one also drops its revived messages in this worker,
    * since the run's nodes may have changed them without saving; the next run reads them back as stored.

@@ -1,7 +1,7 @@
 import type { DatabaseGate } from "./guarded-saver.ts";
 import type { ClaimOutcome, IdempotencyStore, StoredAnswer } from "./idempotency-store.ts";
 import type { LeaseStore } from "./leases.ts";
-import type { PlatformRecords, PlatformRun, PlatformThread, RunBase, RunStatus, ThreadChanges, ThreadFilters, ThreadSearch } from "./platform-records.ts";
+import type { PlatformRecords, PlatformRun, PlatformThread, RunBase, RunStatus, ThreadChanges, ThreadFilters, ThreadSearch, ThreadStatus } from "./platform-records.ts";
 import type { NewQueuedRun, QueuedRun, RunQueueStore } from "./run-queue.ts";
 import type { ListedConversation, ThreadIndex, ThreadOwner, ThreadPage, ThreadPosition, ThreadSummary } from "./thread-index.ts";
 
@@ -105,6 +105,14 @@ export class GuardedPlatformRecords implements PlatformRecords {
 
   setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined> {
     return this.gate.run(({ platform }) => platform.setRunStatus(userId, threadId, runId, status, now, base));
+  }
+
+  runStarted(run: PlatformRun, accepted: boolean): Promise<void> {
+    return this.gate.run(({ platform }) => platform.runStarted(run, accepted));
+  }
+
+  runEnded(userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): Promise<void> {
+    return this.gate.run(({ platform }) => platform.runEnded(userId, threadId, runId, status, threadStatus, now));
   }
 
   getRun(userId: string, threadId: string, runId: string): Promise<PlatformRun | undefined> {

@@ -112,6 +112,21 @@ function runOf(row: RunRow): PlatformRun {
 /** The JSON text of a run's base; null when it has none. */
 const baseText = (base: RunBase | null | undefined): string | null => (base ? JSON.stringify(base) : null);
 
+/** A run's values in RUN_COLUMNS order, as putRunSql takes them. */
+const runParams = (run: PlatformRun): [string, string, string, string, string, string, string, string, number, number, string | null] => [
+  run.userId,
+  run.threadId,
+  run.runId,
+  run.agentId,
+  run.status,
+  JSON.stringify(run.metadata),
+  JSON.stringify(run.kwargs),
+  run.multitaskStrategy,
+  run.createdAt,
+  run.updatedAt,
+  baseText(run.base),
+];
+
 /** How one backend spells the column types. */
 interface Types {
   /** Text that compares and sorts by code point (SQLite's default; PostgreSQL's "C" collation). */
@@ -213,6 +228,8 @@ export class SqlitePlatformRecords implements PlatformRecords {
   private readonly deleteFinishedStmt;
   private readonly update;
   private readonly delete;
+  private readonly started;
+  private readonly ended;
 
   constructor(db: Database.Database) {
     createSqlitePlatformTables(db);
@@ -261,6 +278,17 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
       const metadata = changes.metadata ? canonicalJson({ ...parsed(row.metadata), ...jsonCopy(changes.metadata) }) : row.metadata;
       return this.updateStmt.get(metadata, changes.agentId ?? null, changes.status ?? null, changes.now, changes.ttlMs ?? null, userId, threadId) as ThreadRow;
     });
+    const runStatusStmt = db.prepare(`UPDATE ${runs} SET status = ?, updated_at = ?, base = COALESCE(base, ?) WHERE user_id = ? AND thread_id = ? AND run_id = ?`);
+    const threadStatusStmt = db.prepare(`UPDATE ${threads} SET status = ?, updated_at = ? WHERE user_id = ? AND thread_id = ?`);
+    this.started = db.transaction((run: PlatformRun, accepted: boolean): void => {
+      if (accepted) runStatusStmt.run("running", run.updatedAt, baseText(run.base), run.userId, run.threadId, run.runId);
+      else this.putRunStmt.run(...runParams(run));
+      threadStatusStmt.run("busy", run.updatedAt, run.userId, run.threadId);
+    });
+    this.ended = db.transaction((userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): void => {
+      runStatusStmt.run(status, now, null, userId, threadId, runId);
+      threadStatusStmt.run(threadStatus, now, userId, threadId);
+    });
     this.delete = db.transaction((userId: string, threadId: string): boolean => {
       this.deleteRunsStmt.run(userId, threadId);
       return this.deleteThreadStmt.run(userId, threadId).changes > 0;
@@ -303,19 +331,15 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
   }
 
   async putRun(run: PlatformRun): Promise<void> {
-    this.putRunStmt.run(
-      run.userId,
-      run.threadId,
-      run.runId,
-      run.agentId,
-      run.status,
-      JSON.stringify(run.metadata),
-      JSON.stringify(run.kwargs),
-      run.multitaskStrategy,
-      run.createdAt,
-      run.updatedAt,
-      baseText(run.base),
-    );
+    this.putRunStmt.run(...runParams(run));
+  }
+
+  async runStarted(run: PlatformRun, accepted: boolean): Promise<void> {
+    this.started.immediate(run, accepted);
+  }
+
+  async runEnded(userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): Promise<void> {
+    this.ended.immediate(userId, threadId, runId, status, threadStatus, now);
   }
 
   async setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined> {
@@ -472,19 +496,32 @@ ORDER BY ${orderBy(search)} LIMIT $${params.length - 1} OFFSET $${params.length}
   }
 
   async putRun(run: PlatformRun): Promise<void> {
-    await this.pool.query(putRunSql(this.runs, (n) => `$${n}`), [
-      run.userId,
-      run.threadId,
-      run.runId,
-      run.agentId,
-      run.status,
-      JSON.stringify(run.metadata),
-      JSON.stringify(run.kwargs),
-      run.multitaskStrategy,
-      run.createdAt,
-      run.updatedAt,
-      baseText(run.base),
-    ]);
+    await this.pool.query(putRunSql(this.runs, (n) => `$${n}`), runParams(run));
+  }
+
+  async runStarted(run: PlatformRun, accepted: boolean): Promise<void> {
+    // One statement, so one transaction and one round trip: the run's write, then its thread's.
+    if (accepted) {
+      await this.pool.query(
+        `WITH run AS (UPDATE ${this.runs} SET status = 'running', updated_at = $4, base = COALESCE(base, $5) WHERE user_id = $1 AND thread_id = $2 AND run_id = $3)
+UPDATE ${this.threads} SET status = 'busy', updated_at = $4 WHERE user_id = $1 AND thread_id = $2`,
+        [run.userId, run.threadId, run.runId, run.updatedAt, baseText(run.base)],
+      );
+    } else {
+      await this.pool.query(
+        `WITH run AS (${putRunSql(this.runs, (n) => `$${n}`)})
+UPDATE ${this.threads} SET status = 'busy', updated_at = $10 WHERE user_id = $1 AND thread_id = $2`,
+        runParams(run),
+      );
+    }
+  }
+
+  async runEnded(userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): Promise<void> {
+    await this.pool.query(
+      `WITH run AS (UPDATE ${this.runs} SET status = $4, updated_at = $5 WHERE user_id = $1 AND thread_id = $2 AND run_id = $3)
+UPDATE ${this.threads} SET status = $6, updated_at = $5 WHERE user_id = $1 AND thread_id = $2`,
+      [userId, threadId, runId, status, now, threadStatus],
+    );
   }
 
   async setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined> {

@@ -109,6 +109,14 @@ export interface PlatformRecords {
    * again keeps the base of its first start); undefined when the user has no such run on that thread.
    */
   setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined>;
+  /**
+   * A run starts, in one transaction: its record (`run`, written whole; or, for a run `accepted`
+   * earlier and recorded then, only its status `running`, its time and its base, as setRunStatus
+   * sets them) and its thread `busy` as of the run's updatedAt.
+   */
+  runStarted(run: PlatformRun, accepted: boolean): Promise<void>;
+  /** A run ends, in one transaction: its status and time, and its thread's status after it. */
+  runEnded(userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): Promise<void>;
   getRun(userId: string, threadId: string, runId: string): Promise<PlatformRun | undefined>;
   /** The thread's runs, newest first; `status` filters. */
   listRuns(userId: string, threadId: string, page: { readonly offset: number; readonly limit: number; readonly status?: RunStatus }): Promise<PlatformRun[]>;
@@ -283,6 +291,28 @@ export class MemoryPlatformRecords implements PlatformRecords {
     const updated: PlatformRun = { ...run, status, updatedAt: now, base: run.base ?? (base ? jsonCopy(base) : null) };
     runs.set(runId, updated);
     return runCopy(updated);
+  }
+
+  async runStarted(run: PlatformRun, accepted: boolean): Promise<void> {
+    const recorded = accepted ? this.runs.get(keyOf(run.userId, run.threadId))?.get(run.runId) : undefined;
+    if (recorded) {
+      const base = recorded.base ?? (run.base ? jsonCopy(run.base) : null);
+      this.runs.get(keyOf(run.userId, run.threadId))!.set(run.runId, { ...recorded, status: "running", updatedAt: run.updatedAt, base });
+    } else if (!accepted) await this.putRun(run);
+    this.setThreadStatus(run.userId, run.threadId, "busy", run.updatedAt);
+  }
+
+  async runEnded(userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): Promise<void> {
+    const runs = this.runs.get(keyOf(userId, threadId));
+    const run = runs?.get(runId);
+    if (runs && run) runs.set(runId, { ...run, status, updatedAt: now });
+    this.setThreadStatus(userId, threadId, threadStatus, now);
+  }
+
+  private setThreadStatus(userId: string, threadId: string, status: ThreadStatus, now: number): void {
+    const key = keyOf(userId, threadId);
+    const thread = this.threads.get(key);
+    if (thread) this.threads.set(key, { ...thread, status, updatedAt: now });
   }
 
   async getRun(userId: string, threadId: string, runId: string): Promise<PlatformRun | undefined> {

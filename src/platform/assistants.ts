@@ -39,8 +39,18 @@ export interface AssistantSearch {
   readonly sort_order?: "asc" | "desc" | null | undefined;
 }
 
+/** Assistant ids already derived, by agent name (each is a SHA-1). */
+const knownIds = new Map<string, string>();
+
+/** The assistant id LangGraph gives an agent's default assistant: a UUID v5 of its name. */
 export function assistantIdOf(agentName: string): string {
-  return uuid5(agentName, ASSISTANT_NAMESPACE);
+  let id = knownIds.get(agentName);
+  if (id === undefined) {
+    // A name read back from a record may be of an agent no longer served: the memo stays small.
+    if (knownIds.size >= 1_000) knownIds.clear();
+    knownIds.set(agentName, (id = uuid5(agentName, ASSISTANT_NAMESPACE)));
+  }
+  return id;
 }
 
 export class Assistants {

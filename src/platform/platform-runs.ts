@@ -35,6 +35,19 @@ export interface Admitted {
   readonly ticket: RunTicket | undefined;
 }
 
+/** How a run is made beyond its request (PlatformRuns.create). */
+export interface RunMaking {
+  /** The run is a background run, executing. */
+  readonly background?: BackgroundExecution | undefined;
+  /** Its fair share was taken already. */
+  readonly admitted?: Admitted | undefined;
+  /**
+   * Nobody reads its events (`/runs/wait`): only its outcome, so its graph's chunks are not turned
+   * into wire events along the way, and its end state is turned into wire JSON once.
+   */
+  readonly answerOnly?: boolean;
+}
+
 /**
  * What a background run brings to its execution: the id it was accepted under, which attempt this
  * is, and when it was accepted. `writesEnd` says, once the run's events have ended, whether this
@@ -184,15 +197,15 @@ export class PlatformRuns {
     body: RunCreateRequest,
     control: AbortController,
     logger: Logger,
-    background?: BackgroundExecution,
-    admitted?: Admitted,
+    making: RunMaking = {},
   ): Promise<PlatformRunHandle> {
+    const { background, admitted } = making;
     refuseUnserved(body, background !== undefined);
     const { fairShare } = this.deps;
     const ticket = admitted ? admitted.ticket : !fairShare?.on ? undefined : background ? await this.backgroundSlot(caller) : await this.admit(caller);
-    if (!ticket) return this.made(caller, threadId, body, control, logger, background, undefined);
+    if (!ticket) return this.made(caller, threadId, body, control, logger, making, undefined);
     try {
-      return await this.made(caller, threadId, body, control, logger, background, ticket);
+      return await this.made(caller, threadId, body, control, logger, making, ticket);
     } catch (error) {
       await ticket?.release();
       throw error;
@@ -205,7 +218,7 @@ export class PlatformRuns {
     body: RunCreateRequest,
     control: AbortController,
     logger: Logger,
-    background: BackgroundExecution | undefined,
+    { background, answerOnly }: RunMaking,
     ticket: RunTicket | undefined,
   ): Promise<PlatformRunHandle> {
     const { config } = this.deps;
@@ -245,7 +258,7 @@ export class PlatformRuns {
     };
     const run = new AgentRun(this.deps.turns, this.deps.reporting, conversation, prepared, control, noteBase, logger, ticket && (async () => ticket));
     const record = this.recorder(conversation, prepared, body, outcome, background, () => base);
-    const executor = platformChunks(modesOf(body), body.stream_subgraphs === true, outcome, background?.attempt);
+    const executor = platformChunks(answerOnly ? [] : modesOf(body), body.stream_subgraphs === true, outcome, background?.attempt);
     const recorded: RunExecutor<PlatformEvent> = { mayBeFinal: executor.mayBeFinal, execute: (p, signal) => record(executor.execute(p, signal), signal) };
     return {
       run,
@@ -268,13 +281,12 @@ export class PlatformRuns {
     let thread;
     if (threadId === undefined) {
       thread = await threads.createRecord(caller, { thread_id: randomUUID(), graph_id: agent.name, metadata: body.metadata ?? {} });
+    } else if (body.if_not_exists === "create") {
+      thread =
+        (await threads.find(caller, threadId)) ??
+        (await threads.createRecord(caller, { thread_id: threadId, graph_id: agent.name, metadata: body.metadata ?? {}, if_exists: "do_nothing" }));
     } else {
-      try {
-        thread = await threads.record(caller, threadId);
-      } catch (error) {
-        if (!(error instanceof ServiceError && error.kind === "thread_not_found" && body.if_not_exists === "create")) throw error;
-        thread = await threads.createRecord(caller, { thread_id: threadId, graph_id: agent.name, metadata: body.metadata ?? {}, if_exists: "do_nothing" });
-      }
+      thread = await threads.record(caller, threadId);
     }
     thread = await threads.bind(thread, agent);
     return { conversation: threads.conversationOf(caller, thread)!, stateless };
@@ -320,21 +332,20 @@ export class PlatformRuns {
     return async function* (events: AsyncGenerator<PlatformEvent, void, undefined>, signal: AbortSignal): AsyncGenerator<PlatformEvent, void, undefined> {
       const now = Date.now();
       // A background run's record exists since it was accepted (its kwargs are its whole request).
-      if (background) await records.setRunStatus(userId, threadId, prepared.runId, "running", now, baseOf());
-      else await records.putRun({
+      const run: PlatformRun = {
         userId,
         threadId,
         runId: prepared.runId,
         agentId: conversation.agent.name,
         status: "running",
         metadata: body.metadata ?? {},
-        kwargs: kwargsOf(body),
+        kwargs: background ? {} : kwargsOf(body),
         multitaskStrategy: body.multitask_strategy ?? "reject",
         createdAt: now,
         updatedAt: now,
         base: baseOf() ?? null,
-      });
-      await records.updateThread(userId, threadId, { status: "busy", now });
+      };
+      await records.runStarted(run, background !== undefined);
       let status: RunStatus = "error";
       let threadStatus: ThreadStatus = "error";
       try {
@@ -351,8 +362,7 @@ export class PlatformRuns {
         if (!background || background.writesEnd()) {
           const end = Date.now();
           // The record of how it ended must not turn a finished run into a failed one.
-          await records.setRunStatus(userId, threadId, prepared.runId, status, end).catch(() => undefined);
-          await records.updateThread(userId, threadId, { status: threadStatus, now: end }).catch(() => undefined);
+          await records.runEnded(userId, threadId, prepared.runId, status, threadStatus, end).catch(() => undefined);
         }
       }
     };

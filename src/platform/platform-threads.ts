@@ -88,14 +88,21 @@ export class PlatformThreads {
 
   /** The caller's thread (found among its conversations when it has no record yet); 404 thread_not_found otherwise. */
   async record(caller: PlatformCaller, threadId: string): Promise<PlatformThread> {
+    const found = await this.find(caller, threadId);
+    if (!found) throw new ServiceError("thread_not_found", { detail: `No thread "${threadId}".` });
+    return found;
+  }
+
+  /** The caller's thread, as `record` finds it; undefined when there is none. */
+  async find(caller: PlatformCaller, threadId: string): Promise<PlatformThread | undefined> {
     const userId = this.userOf(caller);
     const found = await this.deps.records.getThread(userId, threadId);
     if (found) return found;
     const agent = await this.conversationAgent(caller, threadId);
-    if (!agent) throw new ServiceError("thread_not_found", { detail: `No thread "${threadId}".` });
+    if (!agent) return undefined;
     const now = Date.now();
     await this.deps.records.createThread({ userId, threadId, agentId: agent.name, metadata: bindingMetadata(agent), status: "idle", createdAt: now });
-    return (await this.deps.records.getThread(userId, threadId))!;
+    return this.deps.records.getThread(userId, threadId);
   }
 
   /** The conversation of a thread bound to an agent; undefined for a thread no run has bound yet. */
@@ -293,9 +300,9 @@ export class PlatformThreads {
       // An agent the caller may not use has no conversation of theirs to find.
       if (!this.deps.conversations.mayUse(caller.principal, agent.name)) continue;
       const conversation = this.deps.conversations.resolve(caller.principal, agent, { thread_id: threadId, user_id: caller.namedUser });
-      const snapshot = await agent.graph.getState({ configurable: { thread_id: conversation.storageKey } });
-      if (!snapshot.createdAt) continue;
-      if (!best || snapshot.createdAt > best.at) best = { agent, at: snapshot.createdAt };
+      const at = await this.deps.store.writtenAt(conversation.storageKey);
+      if (at === undefined) continue;
+      if (!best || at > best.at) best = { agent, at };
     }
     return best?.agent;
   }

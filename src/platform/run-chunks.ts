@@ -19,7 +19,7 @@ export interface PlatformEvent {
 
 /** What a run's graph was asked to stream, and what it answers once it ends. */
 export interface RunOutcome {
-  /** The last values the graph streamed (its state when it ended), as wire JSON. */
+  /** The last values the graph streamed (its state when it ended), as wire JSON; set once its stream has ended. */
   values: Record<string, unknown> | undefined;
   /** Interrupts the run ended on, as wire JSON. */
   interrupts: unknown[];
@@ -72,6 +72,9 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
     async *execute(run: PreparedRun, signal: AbortSignal) {
       // Numbered from 1, as a recorded run's events are (its record's sequence), so ids mean the same either way.
       let id = 1;
+      // The root graph's last values: as the graph gave them, and as wire JSON once an event carried them.
+      let endState: unknown;
+      let endWire: Record<string, unknown> | undefined;
       yield { event: "metadata", data: { run_id: run.runId, thread_id: run.threadId, attempt }, id: id++ };
       await startTogether();
       /** The Platform events of one chunk of the graph's stream. */
@@ -87,14 +90,17 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
             // An interrupt is reported once, after the graph's own chunks (below).
             if (mode === "values") return;
           } else if (mode === "values") {
-            outcome.values = wireValue(payload) as Record<string, unknown>;
+            endState = payload;
+            endWire = undefined;
           }
         }
         const suffix = root ? "" : `|${namespace.join("|")}`;
         if (legacy && mode === "messages") for (const [event, data] of legacy.chunk(payload, run)) yield { event: event + suffix, data };
         if (legacy && mode === "updates") for (const [event, data] of legacy.complete(payload)) yield { event: event + suffix, data };
         if (!asked.has(mode) || (mode === "messages" && !tuples)) return;
-        yield { event: (EVENT_NAME[mode] ?? mode) + suffix, data: mode === "messages" ? messageTuple(payload, run) : wireValue(payload) };
+        const data = mode === "messages" ? messageTuple(payload, run) : wireValue(payload);
+        if (root && mode === "values") endWire = data as Record<string, unknown>;
+        yield { event: (EVENT_NAME[mode] ?? mode) + suffix, data };
       }
       const options = { ...run.graphConfig, signal, streamMode: graphModes, subgraphs };
       if (events) {
@@ -116,6 +122,9 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
         const stream = await run.agent.graph.stream(run.input, options);
         for await (const chunk of stream as AsyncIterable<unknown[]>) for (const platformEvent of fromChunk(chunk)) yield { ...platformEvent, id: id++ };
       }
+      // Turned into wire JSON here, while the run still holds its thread (a run after it may change
+      // the messages its state shares).
+      outcome.values = endWire ?? (endState === undefined ? undefined : (wireValue(endState) as Record<string, unknown>));
       if (outcome.interrupts.length && asked.has("values")) yield { event: "values", data: { __interrupt__: outcome.interrupts }, id };
     },
   };

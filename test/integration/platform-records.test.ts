@@ -380,6 +380,41 @@ for (const [name, make] of [["memory", memory], ["filedb", sqlite], ["serverdb",
       assert.deepEqual((await store.getRun(ALICE, "t", "fresh"))?.base, empty);
     });
 
+    test("a run starts and ends with its thread's status in one write each: a new record, or one accepted earlier", async () => {
+      const store = await records();
+      await store.createThread(thread("t", { metadata: { keep: 1 } }));
+      await store.createThread(thread("t", { userId: BOB }));
+      const base = { checkpointId: "1f0-base", writes: [["task-a", "__interrupt__"]] as const };
+      const fresh = run("t", "fresh", { status: "running", createdAt: 2_000, updatedAt: 2_000, base });
+      await store.runStarted(fresh, false);
+      assert.deepEqual(await store.getRun(ALICE, "t", "fresh"), fresh, "a new run's record is written whole");
+      const busy = await store.getThread(ALICE, "t");
+      assert.equal(busy?.status, "busy");
+      assert.equal(busy?.updatedAt, 2_000);
+      assert.deepEqual(busy?.metadata, { keep: 1 }, "the thread's metadata is left as it was");
+      assert.equal((await store.getThread(BOB, "t"))?.status, "idle", "another user's thread of the same id is untouched");
+
+      await store.runEnded(ALICE, "t", "fresh", "interrupted", "interrupted", 3_000);
+      assert.deepEqual(await store.getRun(ALICE, "t", "fresh"), { ...fresh, status: "interrupted", updatedAt: 3_000 }, "ending keeps the base");
+      assert.equal((await store.getThread(ALICE, "t"))?.status, "interrupted");
+      assert.equal((await store.getThread(ALICE, "t"))?.updatedAt, 3_000);
+
+      // A background run's record exists since it was accepted: starting it sets its status, time and first base only.
+      const accepted = run("t", "queued", { status: "pending", kwargs: { input: { x: 1 } }, createdAt: 4_000, updatedAt: 4_000 });
+      await store.putRun(accepted);
+      await store.runStarted(run("t", "queued", { status: "running", kwargs: {}, createdAt: 5_000, updatedAt: 5_000, base }), true);
+      assert.deepEqual(await store.getRun(ALICE, "t", "queued"), { ...accepted, status: "running", updatedAt: 5_000, base });
+      await store.runStarted(run("t", "queued", { status: "running", updatedAt: 6_000, base: { checkpointId: "1f0-later", writes: [] } }), true);
+      assert.deepEqual((await store.getRun(ALICE, "t", "queued"))?.base, base, "started again, it keeps the base of its first start");
+      assert.equal((await store.getThread(ALICE, "t"))?.status, "busy");
+
+      await store.runStarted(run("t", "never-accepted", { status: "running" }), true);
+      assert.equal(await store.getRun(ALICE, "t", "never-accepted"), undefined, "an accepted run with no record is not invented");
+      await store.runEnded(ALICE, "t", "nope", "success", "idle", 7_000);
+      assert.equal(await store.getRun(ALICE, "t", "nope"), undefined);
+      assert.equal((await store.getThread(BOB, "t"))?.status, "idle");
+    });
+
     test("a run's kwargs come back as given, a \\u0000 in the input included", async () => {
       const store = await records();
       await store.createThread(thread("t"));

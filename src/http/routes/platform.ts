@@ -76,7 +76,7 @@ export function platformHandlers(services: RouteServices): Pick<
    * The run of a streamed or waited request. With `interrupt` or `rollback`, the runs already on its
    * thread stop first (background runs included; see BackgroundRuns.makeRoom).
    */
-  const made = async (asked: RunAsked, threadId: string | undefined) => {
+  const made = async (asked: RunAsked, threadId: string | undefined, answerOnly = false) => {
     const caller = callerOf(asked, asked.body.config?.configurable);
     const strategy = asked.body.multitask_strategy;
     refuseUnserved(asked.body);
@@ -87,7 +87,7 @@ export function platformHandlers(services: RouteServices): Pick<
         const { conversation } = await runs.placed(caller, threadId, asked.body);
         await background.makeRoom(conversation, strategy, asked.run);
       }
-      return await runs.create(caller, threadId, asked.body, asked.run, asked.logger, undefined, { ticket });
+      return await runs.create(caller, threadId, asked.body, asked.run, asked.logger, { admitted: { ticket }, answerOnly });
     } catch (error) {
       await ticket?.release();
       throw error;
@@ -101,7 +101,7 @@ export function platformHandlers(services: RouteServices): Pick<
    * thread goes with it unless kept.
    */
   const waited = async (asked: RunAsked, threadId: string | undefined) => {
-    const handle = await made(asked, threadId);
+    const handle = await made(asked, threadId, true);
     named(asked, handle);
     let failure: unknown;
     try {
