@@ -128,27 +128,48 @@ function runRequest(route: string): { path: string; body: string } {
   };
 }
 
-/** One request; resolves when the whole answer has arrived (a stream: at its end). */
-function request(agent: http.Agent, port: number, route: string): Promise<void> {
-  const { path, body } = runRequest(route);
+/**
+ * One request to the service; resolves with its answer's text once the whole answer has arrived (a
+ * stream: at its end), rejects on any status but 200. `first` is told when its first bytes arrive.
+ */
+export function send(agent: http.Agent, port: number, method: string, path: string, body?: string, first?: () => void): Promise<string> {
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        agent,
-        host: "127.0.0.1",
-        port,
-        method: "POST",
-        path,
-        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-      },
-      (res) => {
-        res.on("data", () => {});
-        res.on("end", () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
-      },
-    );
+    const headers: http.OutgoingHttpHeaders = { authorization: `Bearer ${TOKEN}` };
+    if (body !== undefined) Object.assign(headers, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+    const req = http.request({ agent, host: "127.0.0.1", port, method, path, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => {
+        if (chunks.length === 0) first?.();
+        chunks.push(chunk);
+      });
+      res.on("end", () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks).toString()) : reject(new Error(`${method} ${path}: status ${res.statusCode}`))));
+    });
     req.on("error", reject);
     req.end(body);
   });
+}
+
+/** A background run on a new thread (`POST /threads/{id}/runs`); its thread and run ids once accepted. */
+export async function acceptBackgroundRun(agent: http.Agent, port: number): Promise<{ threadId: string; runId: string }> {
+  const threadId = randomUUID();
+  const body = JSON.stringify({ assistant_id: "chatbot-agent", input: { messages: [{ role: "user", content: QUESTION }] }, if_not_exists: "create" });
+  const { run_id: runId } = JSON.parse(await send(agent, port, "POST", `/threads/${threadId}/runs`, body)) as { run_id: string };
+  return { threadId, runId };
+}
+
+/**
+ * One run of `route`; resolves when the whole answer has arrived (a stream: at its end). The route
+ * `background` is a background run and its client waiting for it: accepted, then joined
+ * (`GET /threads/{id}/runs/{run_id}/join`, which answers the thread's values once it has ended).
+ */
+async function request(agent: http.Agent, port: number, route: string): Promise<void> {
+  if (route === "background") {
+    const { threadId, runId } = await acceptBackgroundRun(agent, port);
+    await send(agent, port, "GET", `/threads/${threadId}/runs/${runId}/join`);
+    return;
+  }
+  const { path, body } = runRequest(route);
+  await send(agent, port, "POST", path, body);
 }
 
 /** Drive `server` on `route` at c=`concurrency` for `warmupMs`, then measure it for `measureSeconds` (none: only warm it up). */

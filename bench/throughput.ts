@@ -34,8 +34,6 @@
  *   npm run bench -- --backends=filedb --routes=invoke --seconds=2 --rounds=15 --http-floor --platform=wait
  */
 import { execFileSync } from "node:child_process";
-import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
 import {
@@ -52,7 +50,7 @@ import {
   type Measurement,
   type Server,
 } from "./load-service.ts";
-import { pgQuery } from "./postgres.ts";
+import { openBackend, type Backend } from "./backends.ts";
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const backends = (args.backends ?? "memory,filedb,serverdb").split(",");
@@ -63,7 +61,6 @@ const seconds = Number(args.seconds ?? 1);
 const withHttpFloor = "http-floor" in args;
 const concurrency = Number(args.concurrency ?? 8);
 const rounds = Number(args.rounds ?? 9);
-const databaseUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 /** A new server runs each route this long (ms) before anything else: the first compilation of its code. */
 const SERVER_WARMUP_MS = Number(args.warmup ?? 3_000);
 /** Then each side is warmed up until steady (warmUntilSteady): slices in a row that must not improve, and a cap. */
@@ -74,34 +71,6 @@ const root = path.resolve(import.meta.dirname, "..");
 
 pinLoadGenerator();
 execFileSync(process.execPath, [path.join(root, "scripts/build.mjs"), "--if-stale"], { stdio: "inherit" });
-
-interface Backend {
-  readonly env: Record<string, string>;
-  /** Where the floor keeps its checkpoints: a file, or a URL and schema. */
-  readonly floorTarget: string;
-  cleanup(): Promise<void>;
-}
-
-async function openBackend(kind: string): Promise<Backend> {
-  if (kind === "memory") return { env: { MEMORY_BACKEND: "memory" }, floorTarget: "", cleanup: async () => {} };
-  const id = `${process.pid}_${Date.now()}`;
-  if (kind === "filedb") {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agenthost-throughput-"));
-    return {
-      env: { MEMORY_BACKEND: "filedb", FILEDB_DB_PATH: path.join(dir, "service.sqlite") },
-      floorTarget: path.join(dir, "floor.sqlite"),
-      cleanup: async () => fs.rmSync(dir, { recursive: true, force: true }),
-    };
-  }
-  return {
-    env: { MEMORY_BACKEND: "serverdb", DATABASE_URL: databaseUrl, SERVERDB_SCHEMA: `throughput_service_${id}` },
-    floorTarget: `${databaseUrl}#throughput_floor_${id}`,
-    cleanup: async () => {
-      await pgQuery(databaseUrl, `DROP SCHEMA IF EXISTS "throughput_service_${id}" CASCADE`);
-      await pgQuery(databaseUrl, `DROP SCHEMA IF EXISTS "throughput_floor_${id}" CASCADE`);
-    },
-  };
-}
 
 /** The in-process floor for one route: a process that stays up, warm, and measures when asked (throughput-floor.ts). */
 interface InProcessFloor {

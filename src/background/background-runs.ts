@@ -162,6 +162,7 @@ export class BackgroundRuns implements BackgroundWork {
       if (!(await queue.removeQueued(runId))) executing.add(runId);
       else if (strategy === "rollback") await records.deleteRun(userId, threadId, runId);
       else this.notify(await records.setRunStatus(userId, threadId, runId, "interrupted", Date.now()));
+      this.deps.runs.recorded(runId);
     }
     await this.deps.canceller.cancel(conversation.storageKey);
     if (strategy !== "rollback") return;
@@ -187,6 +188,7 @@ export class BackgroundRuns implements BackgroundWork {
     if (await queue.removeQueued(run.runId)) {
       if (action === "rollback") await records.deleteRun(run.userId, run.threadId, run.runId);
       else this.notify(await records.setRunStatus(run.userId, run.threadId, run.runId, "interrupted", Date.now()));
+      this.deps.runs.recorded(run.runId);
       return true;
     }
     await this.deps.canceller.cancel(conversation.storageKey);
@@ -231,6 +233,7 @@ export class BackgroundRuns implements BackgroundWork {
       this.deps.metrics.backgroundRuns.inc({ status });
       this.notify(await records.setRunStatus(userId, threadId, runId, status, Date.now()), { error });
       await records.updateThread(userId, threadId, { status: status === "error" ? "error" : "idle", now: Date.now() });
+      runs.recorded(runId);
     };
     if (entry.attempt > config.BACKGROUND_RUN_MAX_ATTEMPTS) {
       log.error({ max_attempts: config.BACKGROUND_RUN_MAX_ATTEMPTS }, "background run given up: its workers stopped on every attempt");
@@ -302,8 +305,7 @@ export class BackgroundRuns implements BackgroundWork {
    * that finds the same starts over with its input.
    */
   private async continued(caller: PlatformCaller, entry: ClaimedRun, execution: Execution, request: RunCreateRequest): Promise<RunCreateRequest> {
-    const state = await this.deps.threads.state(caller, entry.threadId);
-    const head = state.checkpoint?.checkpoint_id ?? "";
+    const head = (await this.deps.threads.latestCheckpoint(caller, entry.threadId)) ?? "";
     if (entry.base === null) {
       // Another worker took the run over meanwhile (this one stalled past its lease): it executes it.
       if (!(await execution.setBase(head))) throw new RunTakenOver();

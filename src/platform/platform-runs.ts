@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
 import { Command } from "@langchain/langgraph";
 import type { FairShare, RunTicket } from "../admission/fair-share.ts";
 import type { PlatformRecords, PlatformRun, RunBase, RunStatus, ThreadStatus } from "../checkpoints/platform-records.ts";
@@ -15,6 +14,7 @@ import type { Logger } from "../observability/logger.ts";
 import { runEnvelope, type PreparedRun } from "../runs/prepare.ts";
 import type { Assistants } from "./assistants.ts";
 import type { PlatformCaller, PlatformThreads } from "./platform-threads.ts";
+import { RunWatch } from "./run-watch.ts";
 import { platformChunks, servedMode, type PlatformEvent, type RunOutcome } from "./run-chunks.ts";
 import { stateFromWire } from "./wire-values.ts";
 
@@ -159,6 +159,8 @@ function inputOf(body: RunCreateRequest): PreparedRun["input"] {
  * `error`.
  */
 export class PlatformRuns {
+  private readonly watch = new RunWatch();
+
   constructor(private readonly deps: PlatformRunsDependencies) {}
 
   /**
@@ -293,9 +295,10 @@ export class PlatformRuns {
   }
 
   /**
-   * The run's record once it has ended, wherever it ran: its record is read again, at first often
-   * and then at most every second, until its status is final or `signal` aborts (the request's
-   * deadline, or its client leaving). A run's final status is written before it frees its thread.
+   * The run's record once it has ended, wherever it ran: its record is read again at once when this
+   * process writes it (see recorded), else at first often and then at most every second, until its
+   * status is final or `signal` aborts (the request's deadline, or its client leaving). A run's final
+   * status is written before it frees its thread.
    */
   settled(userId: string, threadId: string, runId: string, signal: AbortSignal): Promise<PlatformRun | undefined> {
     return this.until(userId, threadId, runId, signal, (status) => status !== "running" && status !== "pending");
@@ -306,11 +309,30 @@ export class PlatformRuns {
     return this.until(userId, threadId, runId, signal, (status) => status !== "pending");
   }
 
+  /**
+   * This process has just written the run's record: whoever waits for it here (settled, started)
+   * reads it again at once.
+   */
+  recorded(runId: string): void {
+    this.watch.changed(runId);
+  }
+
   private async until(userId: string, threadId: string, runId: string, signal: AbortSignal, done: (status: RunStatus) => boolean): Promise<PlatformRun | undefined> {
     for (let delay = 10; ; delay = Math.min(delay * 2, 1_000)) {
-      const run = await this.deps.records.getRun(userId, threadId, runId);
-      if (!run || done(run.status)) return run;
-      await sleep(delay, undefined, { signal });
+      // Watched before the read, so a change written meanwhile is not missed.
+      const change = this.watch.next(runId, delay, signal);
+      let run: PlatformRun | undefined;
+      try {
+        run = await this.deps.records.getRun(userId, threadId, runId);
+      } catch (error) {
+        change.cancel();
+        throw error;
+      }
+      if (!run || done(run.status)) {
+        change.cancel();
+        return run;
+      }
+      await change.done;
     }
   }
 
@@ -327,6 +349,7 @@ export class PlatformRuns {
     baseOf: () => RunBase | undefined,
   ) {
     const { records } = this.deps;
+    const watch = this.watch;
     const userId = conversation.userId;
     const threadId = conversation.threadId;
     return async function* (events: AsyncGenerator<PlatformEvent, void, undefined>, signal: AbortSignal): AsyncGenerator<PlatformEvent, void, undefined> {
@@ -346,6 +369,7 @@ export class PlatformRuns {
         base: baseOf() ?? null,
       };
       await records.runStarted(run, background !== undefined);
+      watch.changed(run.runId);
       let status: RunStatus = "error";
       let threadStatus: ThreadStatus = "error";
       try {
@@ -363,6 +387,7 @@ export class PlatformRuns {
           const end = Date.now();
           // The record of how it ended must not turn a finished run into a failed one.
           await records.runEnded(userId, threadId, prepared.runId, status, threadStatus, end).catch(() => undefined);
+          watch.changed(prepared.runId);
         }
       }
     };

@@ -212,6 +212,12 @@ export class PlatformThreads {
     return wireState(snapshot, threadId, conversation.storageKey);
   }
 
+  /** The id of the thread's latest checkpoint; undefined when it has none (or no run has bound it). */
+  async latestCheckpoint(caller: PlatformCaller, threadId: string): Promise<string | undefined> {
+    const conversation = this.conversationOf(caller, await this.record(caller, threadId));
+    return conversation && (await this.deps.store.head(conversation.storageKey)).checkpointId;
+  }
+
   /** The thread's checkpoints, newest first: at most `limit`, those before `before` when given. */
   async history(caller: PlatformCaller, threadId: string, options: { limit: number; before?: string | undefined; checkpointNs?: string | undefined; metadata?: Record<string, unknown> | undefined }): Promise<WireThreadState[]> {
     const thread = await this.record(caller, threadId);

@@ -1,0 +1,52 @@
+/**
+ * Requests waiting for a run's record to change (a join waiting for it to start or end), woken
+ * as soon as this process writes that record. A run recorded by another worker or host is not
+ * seen here: its waiters read its record again when their own timer fires.
+ */
+export class RunWatch {
+  private readonly waiting = new Map<string, Set<() => void>>();
+
+  /** This process has just written the run's record. */
+  changed(runId: string): void {
+    const wakers = this.waiting.get(runId);
+    if (!wakers) return;
+    this.waiting.delete(runId);
+    for (const wake of wakers) wake();
+  }
+
+  /**
+   * A wait for the run's next change here, or `ms`, whichever comes first; it rejects when `signal`
+   * aborts. It is registered at once, so a change made before it is awaited still ends it: ask for
+   * it before reading the record. `cancel` drops it (its promise then never settles).
+   */
+  next(runId: string, ms: number, signal: AbortSignal): { readonly done: Promise<void>; cancel(): void } {
+    let wakers = this.waiting.get(runId);
+    if (!wakers) this.waiting.set(runId, (wakers = new Set()));
+    const set = wakers;
+    let settle: (() => void) | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (then?: () => void) => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", aborted);
+      set.delete(wake);
+      if (set.size === 0 && this.waiting.get(runId) === set) this.waiting.delete(runId);
+      then?.();
+    };
+    const wake = () => finish(settle);
+    let aborted = () => {};
+    const done = new Promise<void>((resolve, reject) => {
+      settle = resolve;
+      aborted = () => finish(() => reject(signal.reason as Error));
+    });
+    // A wait cancelled after its signal aborted is not awaited: its rejection is not an unhandled one.
+    done.catch(() => undefined);
+    if (signal.aborted) {
+      aborted();
+    } else {
+      set.add(wake);
+      timer = setTimeout(wake, ms);
+      signal.addEventListener("abort", aborted, { once: true });
+    }
+    return { done, cancel: () => finish() };
+  }
+}
