@@ -162,7 +162,7 @@ export async function acceptBackgroundRun(agent: http.Agent, port: number): Prom
  * `background` is a background run and its client waiting for it: accepted, then joined
  * (`GET /threads/{id}/runs/{run_id}/join`, which answers the thread's values once it has ended).
  */
-async function request(agent: http.Agent, port: number, route: string): Promise<void> {
+export async function runOnce(agent: http.Agent, port: number, route: string): Promise<void> {
   if (route === "background") {
     const { threadId, runId } = await acceptBackgroundRun(agent, port);
     await send(agent, port, "GET", `/threads/${threadId}/runs/${runId}/join`);
@@ -184,7 +184,7 @@ export async function load(server: Server, route: string, concurrency: number, w
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < end) {
-        await request(agent, server.port, route);
+        await runOnce(agent, server.port, route);
         runs++;
         if (!measuring && performance.now() >= warmEnd) {
           measuring = true;
