@@ -130,7 +130,7 @@ function runRequest(route: string): { path: string; body: string } {
 
 /**
  * One request to the service; resolves with its answer's text once the whole answer has arrived (a
- * stream: at its end), rejects on any status but 200. `first` is told when its first bytes arrive.
+ * stream: at its end), rejects on a status outside 2xx. `first` is told when its first bytes arrive.
  */
 export function send(agent: http.Agent, port: number, method: string, path: string, body?: string, first?: () => void): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -142,7 +142,8 @@ export function send(agent: http.Agent, port: number, method: string, path: stri
         if (chunks.length === 0) first?.();
         chunks.push(chunk);
       });
-      res.on("end", () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks).toString()) : reject(new Error(`${method} ${path}: status ${res.statusCode}`))));
+      const ok = res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300;
+      res.on("end", () => (ok ? resolve(Buffer.concat(chunks).toString()) : reject(new Error(`${method} ${path}: status ${res.statusCode}`))));
     });
     req.on("error", reject);
     req.end(body);
