@@ -12,6 +12,7 @@ import type { RunExecutor, Turns, UnderLock } from "../conversations/turns.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import type { Logger } from "../observability/logger.ts";
 import { runEnvelope, type PreparedRun } from "../runs/prepare.ts";
+import { classifyRunError } from "../runs/run-failure.ts";
 import type { Assistants } from "./assistants.ts";
 import type { PlatformCaller, PlatformThreads } from "./platform-threads.ts";
 import { RunWatch } from "./run-watch.ts";
@@ -332,7 +333,11 @@ export class PlatformRuns {
         change.cancel();
         return run;
       }
-      await change.done;
+      // The request's deadline (504 request_timeout) or its client leaving ends the wait, answered
+      // as a run stopped for that reason would be.
+      await change.done.catch(() => {
+        throw classifyRunError(undefined, signal.reason);
+      });
     }
   }
 

@@ -285,6 +285,10 @@ describe("background runs outlive REQUEST_TIMEOUT and end at BACKGROUND_RUN_TIME
     const run = await client.runs.create(long.thread_id, STEPS, { input: human("take your time"), config: { configurable: { steps: 3, gap_ms: 700 } } });
     const stuck = await client.threads.create();
     const waiting = await client.runs.create(stuck.thread_id, STEPS, { input: human("wait"), config: { configurable: { steps: 1, sleep_ms: 60_000 } } });
+    // A join waits within its own request's deadline, and answers as a run stopped by it would.
+    const joined = await call(service, "GET", `/threads/${stuck.thread_id}/runs/${waiting.run_id}/join`);
+    assert.equal(joined.status, 504);
+    assert.equal(((await joined.json()) as { error_code: string }).error_code, "request_timeout");
     await until(async () => (await client.runs.get(long.thread_id, run.run_id)).status === "success", "the long run succeeded");
     const contents = messagesOf((await client.threads.getState(long.thread_id)).values).map((message) => message.content);
     assert.deepEqual(contents, ["take your time", "step 1", "step 2", "step 3", "finished"]);
