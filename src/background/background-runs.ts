@@ -106,7 +106,7 @@ export class BackgroundRuns implements BackgroundWork {
     const { userId, threadId: thread } = conversation;
     const strategy = body.multitask_strategy ?? "reject";
     const waiting = await queue.onThread(userId, thread);
-    if (waiting.length > 0 && strategy === "reject") {
+    if (waiting.length > 0 && strategy === "reject" && (await this.unfinished(userId, thread, waiting))) {
       throw new ServiceError("conversation_busy", { detail: "The thread has a run pending or running; wait for it, or send multitask_strategy enqueue or interrupt." });
     }
     if (strategy === "interrupt" || strategy === "rollback") await this.makeRoom(conversation, strategy, control);
@@ -144,6 +144,19 @@ export class BackgroundRuns implements BackgroundWork {
     logger.info({ run_id: record.runId, thread_id: thread, agent: record.agentId, after_seconds: body.after_seconds ?? 0 }, "background run accepted");
     this.deps.queue.wake();
     return wireRun(record, assistantIdOf(record.agentId));
+  }
+
+  /**
+   * Whether any of these runs of the thread's queue has not ended. One that has ended (its record
+   * final, which its client joining it saw) is only on its way out of the queue: it does not make
+   * the thread busy. A queue entry with no record counts as not ended.
+   */
+  private async unfinished(userId: string, threadId: string, runIds: readonly string[]): Promise<boolean> {
+    for (const runId of runIds) {
+      const run = await this.deps.records.getRun(userId, threadId, runId);
+      if (!run || !FINAL.has(run.status)) return true;
+    }
+    return false;
   }
 
   /**

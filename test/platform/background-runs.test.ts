@@ -78,6 +78,15 @@ for (const make of ENGINES) {
       await backend?.cleanup();
     });
 
+    test("a run joined to its end leaves its thread free at once: the next run (multitask reject) is accepted, turn after turn", async () => {
+      const thread = await client.threads.create();
+      for (let turn = 1; turn <= 8; turn++) {
+        const run = await client.runs.create(thread.thread_id, STEPS, { input: human(`turn ${turn}`), config: { configurable: { steps: 1 } } });
+        const values = await client.runs.join(thread.thread_id, run.run_id);
+        assert.equal(messagesOf(values).filter((message) => message.content === `turn ${turn}`).length, 1);
+      }
+    });
+
     test("a run is accepted at once, executes with no client, and is joined; its record and its events stay", async () => {
       const thread = await client.threads.create();
       const run = await client.runs.create(thread.thread_id, GATED, { input: human("in the background"), streamMode: ["values", "messages-tuple"] });
