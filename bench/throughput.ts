@@ -47,6 +47,7 @@ import {
   PLATFORM_COUNTERPARTS,
   ready,
   startService,
+  warmUntilSteady,
   type Measurement,
   type Server,
 } from "./load-service.ts";
@@ -63,10 +64,6 @@ const concurrency = Number(args.concurrency ?? 8);
 const rounds = Number(args.rounds ?? 9);
 /** A new server runs each route this long (ms) before anything else: the first compilation of its code. */
 const SERVER_WARMUP_MS = Number(args.warmup ?? 3_000);
-/** Then each side is warmed up until steady (warmUntilSteady): slices in a row that must not improve, and a cap. */
-const STEADY_SLICES = 3;
-const STEADY_IMPROVEMENT = 0.03;
-const WARMUP_MAX_MS = 20_000;
 const root = path.resolve(import.meta.dirname, "..");
 
 pinLoadGenerator();
@@ -155,24 +152,6 @@ console.log(
     `${pinned ? "; servers and the in-process floor on core 0, load on core 1" : "; unpinned (one core)"}.` +
     `\nGoals: service >= 100 % of the floor's runs/s on SQLite and PostgreSQL, >= 95 % on memory with CPU per run <= 1.05x the floor's.\n`,
 );
-/**
- * Drive one side in one-second slices until its CPU per run stops falling. A process compiles the
- * code it runs on the core it is measured on: on a shared core that took more than 10 s, and the
- * service's first slices after a fixed 3 s of warm-up cost twice what its later ones did. Steady:
- * STEADY_SLICES slices in a row that improve on the best so far by less than STEADY_IMPROVEMENT
- * (or WARMUP_MAX_MS in all).
- */
-async function warmUntilSteady(measure: () => Promise<Measurement>): Promise<void> {
-  const end = performance.now() + WARMUP_MAX_MS;
-  let best = Infinity;
-  let still = 0;
-  while (still < STEADY_SLICES && performance.now() < end) {
-    const { cpuMsPerRun } = await measure();
-    still = cpuMsPerRun < best * (1 - STEADY_IMPROVEMENT) ? 0 : still + 1;
-    best = Math.min(best, cpuMsPerRun);
-  }
-}
-
 /** One round of a Platform route against its own counterpart, on one service. */
 interface PlatformRound {
   readonly own: Measurement;
