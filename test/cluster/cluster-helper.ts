@@ -1,7 +1,7 @@
 // Start the real bin/agenthost as a child process and talk to it over fresh TCP connections.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import os from "node:os";
@@ -52,6 +52,29 @@ export interface ClusterOptions {
  * test runner, nor from a developer's .env in the checkout it runs in (AGENTHOST_DOTENV=off). (The
  * memory backend runs one worker only: each worker would keep its own.)
  */
+/**
+ * End what is left of a cluster's workers: each pid that is still a worker of the cluster on
+ * `port` (pids are reused, so one is read from /proc before it is killed).
+ */
+function endWorkers(pids: readonly number[], port: number): void {
+  for (const pid of pids) {
+    try {
+      if (!readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(`PORT=${port}`)) continue;
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // Gone already.
+    }
+  }
+}
+
+/** Every cluster this test process started: its workers' pids, asked for as it exits, and its port. */
+const started = new Set<{ readonly pids: () => number[]; readonly port: number }>();
+// A test file that ends within 5 s of a primary's exit (the timer in startCluster does not hold the
+// process) would leave that primary's lingering workers running: they are ended with this process.
+process.once("exit", () => {
+  for (const { pids, port } of started) endWorkers(pids(), port);
+});
+
 export async function startCluster(env: Record<string, string> = {}, options: ClusterOptions = {}): Promise<Cluster> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const metricsPort = env.METRICS_PORT ? Number(env.METRICS_PORT) : await freePort();
@@ -109,13 +132,7 @@ export async function startCluster(env: Record<string, string> = {}, options: Cl
     const lingering = setTimeout(() => {
       child.stdout?.destroy();
       child.stderr?.destroy();
-      for (const pid of cluster.workerPids()) {
-        try {
-          process.kill(pid, "SIGKILL");
-        } catch {
-          // Gone already.
-        }
-      }
+      endWorkers(cluster.workerPids(), port);
     }, 5_000);
     lingering.unref();
   });
@@ -166,6 +183,7 @@ export async function startCluster(env: Record<string, string> = {}, options: Cl
       return exited;
     },
   };
+  started.add({ pids: () => cluster.workerPids(), port });
   const want = options.waitWorkers ?? Number(fullEnv.WEB_CONCURRENCY);
   try {
     for (let i = 1; i <= want; i++) {
