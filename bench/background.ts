@@ -26,7 +26,6 @@
  *   npm run bench:background -- --backends=filedb --workers=1,2 --drain=2000
  */
 import { execFileSync } from "node:child_process";
-import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { openBackend } from "./backends.ts";
@@ -37,6 +36,7 @@ import {
   median,
   pinLoadGenerator,
   pinned,
+  processCpuMs,
   runOnce,
   send,
   startService,
@@ -63,13 +63,6 @@ const root = path.resolve(import.meta.dirname, "..");
 
 pinLoadGenerator();
 execFileSync(process.execPath, [path.join(root, "scripts/build.mjs"), "--if-stale"], { stdio: "inherit" });
-
-/** CPU time (user + system, ms) of one process alone, from /proc. */
-function processCpuMs(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1_000) / 100;
-}
 
 const quantile = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))]!;
 

@@ -31,25 +31,39 @@ export interface Measurement {
   readonly cpuMsPerRun: number;
 }
 
+/** CPU time (user + system, ms) of one process alone, from /proc; 0 once it is gone. */
+export function processCpuMs(pid: number): number {
+  let stat: string;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return 0;
+  }
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1_000) / CLOCK_TICKS_PER_SECOND; // utime, stime
+}
+
+/** Every descendant of a process (children, theirs, …), from /proc; none once it is gone. */
+export function descendantPids(pid: number): number[] {
+  let tasks: string[];
+  try {
+    tasks = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  const children = tasks.flatMap((task) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").trim().split(" ").filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  });
+  return children.flatMap((child) => [child, ...descendantPids(child)]);
+}
+
 /** CPU time (user + system, ms) of a process and all its descendants, from /proc. */
 export function treeCpuMs(pid: number): number {
-  let ticks = 0;
-  const visit = (p: number) => {
-    let stat: string;
-    try {
-      stat = fs.readFileSync(`/proc/${p}/stat`, "utf8");
-    } catch {
-      return;
-    }
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
-    for (const task of fs.readdirSync(`/proc/${p}/task`)) {
-      const children = fs.readFileSync(`/proc/${p}/task/${task}/children`, "utf8").trim();
-      for (const child of children ? children.split(" ") : []) visit(Number(child));
-    }
-  };
-  visit(pid);
-  return (ticks * 1_000) / CLOCK_TICKS_PER_SECOND;
+  return [pid, ...descendantPids(pid)].reduce((sum, each) => sum + processCpuMs(each), 0);
 }
 
 export interface Server {

@@ -25,7 +25,7 @@ import http from "node:http";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { openBackend } from "./backends.ts";
-import { pinLoadGenerator, pinned, send, startService, type Server } from "./load-service.ts";
+import { descendantPids, pinLoadGenerator, pinned, send, startService, type Server } from "./load-service.ts";
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const backends = (args.backends ?? "memory,filedb,serverdb").split(",");
@@ -79,12 +79,7 @@ function residentMb(primary: number): { primary: number; workers: number } {
     const line = fs.readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmRSS:\s+(\d+) kB$/m);
     return line ? Number(line[1]) / 1024 : 0;
   };
-  const descendants = (pid: number): number[] =>
-    fs
-      .readdirSync(`/proc/${pid}/task`)
-      .flatMap((task) => fs.readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").trim().split(" ").filter(Boolean).map(Number))
-      .flatMap((child) => [child, ...descendants(child)]);
-  return { primary: rss(primary), workers: descendants(primary).reduce((sum, pid) => sum + rss(pid), 0) };
+  return { primary: rss(primary), workers: descendantPids(primary).reduce((sum, pid) => sum + rss(pid), 0) };
 }
 
 const mb = (value: number) => value.toFixed(0);

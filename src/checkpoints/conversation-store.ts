@@ -27,6 +27,8 @@ export interface StoredPage {
 export interface ConversationHead {
   /** The latest root checkpoint's id; undefined when nothing is stored. */
   readonly checkpointId?: string | undefined;
+  /** When that checkpoint was written (its ISO time); undefined when nothing is stored. */
+  readonly writtenAt?: string | undefined;
   readonly messageCount: number;
   /** The latest checkpoint's pending writes: where a paused run's interrupts are. */
   readonly pendingWrites: readonly CheckpointPendingWrite[];
@@ -69,11 +71,6 @@ export class ConversationStore {
   /** The head of the conversation now, for a reader (no run). */
   async head(storageKey: string): Promise<ConversationHead> {
     return headOf(await this.saver.getTuple({ configurable: { thread_id: storageKey, checkpoint_ns: "" } }));
-  }
-
-  /** When the conversation's latest checkpoint was written (its ISO time); undefined when nothing is stored. */
-  async writtenAt(storageKey: string): Promise<string | undefined> {
-    return (await this.saver.getTuple({ configurable: { thread_id: storageKey, checkpoint_ns: "" } }))?.checkpoint.ts;
   }
 
   /**
@@ -166,7 +163,7 @@ export class ConversationStore {
 }
 
 function headOf(tuple: CheckpointTuple | undefined): ConversationHead {
-  return { checkpointId: tuple?.checkpoint.id, messageCount: messageCountOf(tuple?.checkpoint.channel_values?.messages), pendingWrites: tuple?.pendingWrites ?? [] };
+  return { checkpointId: tuple?.checkpoint.id, writtenAt: tuple?.checkpoint.ts, messageCount: messageCountOf(tuple?.checkpoint.channel_values?.messages), pendingWrites: tuple?.pendingWrites ?? [] };
 }
 
 /** Keep only real messages: a malformed entry in state must not break a read. */

@@ -306,7 +306,7 @@ export class PlatformThreads {
       // An agent the caller may not use has no conversation of theirs to find.
       if (!this.deps.conversations.mayUse(caller.principal, agent.name)) continue;
       const conversation = this.deps.conversations.resolve(caller.principal, agent, { thread_id: threadId, user_id: caller.namedUser });
-      const at = await this.deps.store.writtenAt(conversation.storageKey);
+      const at = (await this.deps.store.head(conversation.storageKey)).writtenAt;
       if (at === undefined) continue;
       if (!best || at > best.at) best = { agent, at };
     }
