@@ -101,7 +101,7 @@ export async function buildRuntime(config: Config, overrides: RuntimeOverrides =
     cleanup.push(() => observability.close());
     // One saver for every agent's graph and for the service's own reads and writes of conversations.
     const saver = new TimedSaver(checkpoints.saver, checkpoints.kind, metrics.checkpointDuration, tracing);
-    const conversations = new ConversationStore(saver);
+    const conversations = new ConversationStore(saver, checkpoints.latestCheckpoints);
     const registry = await buildAgentRegistry({
       config,
       model: models.default,

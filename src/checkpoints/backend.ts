@@ -23,6 +23,7 @@ import { MemoryRunQueue, type RunQueueStore } from "./run-queue.ts";
 import { PostgresRunQueue, SqliteRunQueue } from "./run-queue-sql.ts";
 import { openSqliteFile } from "./sqlite-file.ts";
 import { sqliteFileSavers } from "./sqlite-saver.ts";
+import { PostgresLatestCheckpoints, SaverLatestCheckpoints, SqliteLatestCheckpoints, type LatestCheckpoints } from "./latest-checkpoints.ts";
 import { MemoryThreadIndex, type ThreadIndex } from "./thread-index.ts";
 import { PostgresThreadRewinder, RebuildingThreadRewinder, SqliteThreadRewinder } from "./thread-rewind.ts";
 import { PostgresThreadIndex, SqliteThreadIndex } from "./thread-index-sql.ts";
@@ -47,6 +48,8 @@ export interface CheckpointBackend {
   readonly runQueue: RunQueueStore;
   /** Named leases: one holder across every worker and host of the database (leases.ts). */
   readonly leases: LeaseStore;
+  /** The latest checkpoint ids of several threads in one read (latest-checkpoints.ts). */
+  readonly latestCheckpoints: LatestCheckpoints;
   /** False while the worker waits for its database to be reachable and set up. */
   isReady(): boolean;
   /** Resolves when the database answers a trivial query; rejects otherwise (and before it is set up). */
@@ -111,6 +114,7 @@ export async function openCheckpointBackend(config: Config, hooks: BackendHooks)
       platform: new MemoryPlatformRecords(),
       runQueue: new MemoryRunQueue(),
       leases: new MemoryLeases(),
+      latestCheckpoints: new SaverLatestCheckpoints(saver),
       isReady: () => true,
       ping: async () => {},
       saturated: () => false,
@@ -139,6 +143,7 @@ export async function openCheckpointBackend(config: Config, hooks: BackendHooks)
     platform: new GuardedPlatformRecords(gate),
     runQueue: new GuardedRunQueue(gate),
     leases: new GuardedLeases(gate),
+    latestCheckpoints: gate.latestCheckpoints,
     isReady: () => gate.isOpen,
     ping: async () => {
       if (!gate.isOpen) throw new DatabaseUnavailableError(kind, new Error("the database is not set up yet"));
@@ -221,6 +226,7 @@ function fileDatabase(config: Config, saverShortcut: boolean): CheckpointDatabas
       let runQueue: SqliteRunQueue | undefined;
       let rewinder: SqliteThreadRewinder | undefined;
       let leases: SqliteLeases | undefined;
+      let latestCheckpoints: SqliteLatestCheckpoints | undefined;
       const opened = await openSqliteFile(config.FILEDB_DB_PATH, Math.round(config.FILEDB_BUSY_TIMEOUT * 1000), (handle) => {
         rows = new SqliteMessageRows(handle);
         threads = new SqliteThreadIndex(handle);
@@ -230,13 +236,14 @@ function fileDatabase(config: Config, saverShortcut: boolean): CheckpointDatabas
         runQueue = new SqliteRunQueue(handle);
         rewinder = new SqliteThreadRewinder(handle);
         leases = new SqliteLeases(handle);
+        latestCheckpoints = new SqliteLatestCheckpoints(handle);
       });
       if (closed) {
         opened.close();
         throw new Error("the backend was closed");
       }
       db = opened;
-      return { saver: savers!.saver, writer: savers!.writer, rows: rows!, threads: threads!, idempotency: idempotency!, platform: platform!, runQueue: runQueue!, rewinder: rewinder!, leases: leases! };
+      return { saver: savers!.saver, writer: savers!.writer, rows: rows!, threads: threads!, idempotency: idempotency!, platform: platform!, runQueue: runQueue!, rewinder: rewinder!, leases: leases!, latestCheckpoints: latestCheckpoints! };
     },
     async ping() {
       db?.prepare("SELECT 1").get();
@@ -281,7 +288,8 @@ function serverDatabase(config: ServerdbConfig, logger: Logger, saverShortcut: b
       const rewinder = new PostgresThreadRewinder(pool, schema);
       const leases = new PostgresLeases(pool, schema);
       await leases.setup();
-      return { saver, writer: postgresWriter(saver, rows, threads), rows, threads, idempotency, platform, runQueue, rewinder, leases };
+      const latestCheckpoints = new PostgresLatestCheckpoints(pool, schema);
+      return { saver, writer: postgresWriter(saver, rows, threads), rows, threads, idempotency, platform, runQueue, rewinder, leases, latestCheckpoints };
     },
     async ping() {
       await pool.query("SELECT 1");

@@ -10,6 +10,7 @@ import {
 } from "@langchain/langgraph-checkpoint";
 import type { RegisteredAgent } from "../agents/agent.ts";
 import { ServiceError } from "../errors/service-error.ts";
+import { SaverLatestCheckpoints, type LatestCheckpoints } from "./latest-checkpoints.ts";
 import { messageCountOf, type MessageStoreSaver } from "./message-store.ts";
 import type { RunBase } from "./platform-records.ts";
 import type { ThreadOwner } from "./thread-index.ts";
@@ -27,8 +28,6 @@ export interface StoredPage {
 export interface ConversationHead {
   /** The latest root checkpoint's id; undefined when nothing is stored. */
   readonly checkpointId?: string | undefined;
-  /** When that checkpoint was written (its ISO time); undefined when nothing is stored. */
-  readonly writtenAt?: string | undefined;
   readonly messageCount: number;
   /** The latest checkpoint's pending writes: where a paused run's interrupts are. */
   readonly pendingWrites: readonly CheckpointPendingWrite[];
@@ -51,7 +50,11 @@ interface MessagesChannel {
 export class ConversationStore {
   private readonly messages: MessageStoreSaver | undefined;
 
-  constructor(private readonly saver: BaseCheckpointSaver) {
+  constructor(
+    private readonly saver: BaseCheckpointSaver,
+    /** The backend's read of several conversations' latest checkpoints at once; default: one getTuple each. */
+    private readonly latest: LatestCheckpoints = new SaverLatestCheckpoints(saver),
+  ) {
     this.messages = messageStoreOf(saver);
   }
 
@@ -71,6 +74,14 @@ export class ConversationStore {
   /** The head of the conversation now, for a reader (no run). */
   async head(storageKey: string): Promise<ConversationHead> {
     return headOf(await this.saver.getTuple({ configurable: { thread_id: storageKey, checkpoint_ns: "" } }));
+  }
+
+  /**
+   * Which of these conversations have anything stored, each with its latest checkpoint's id (ids
+   * order by time: the largest was written last); one read for all of them on a database.
+   */
+  latestOf(storageKeys: readonly string[]): Promise<Map<string, string>> {
+    return this.latest.latest(storageKeys);
   }
 
   /**
@@ -163,7 +174,7 @@ export class ConversationStore {
 }
 
 function headOf(tuple: CheckpointTuple | undefined): ConversationHead {
-  return { checkpointId: tuple?.checkpoint.id, writtenAt: tuple?.checkpoint.ts, messageCount: messageCountOf(tuple?.checkpoint.channel_values?.messages), pendingWrites: tuple?.pendingWrites ?? [] };
+  return { checkpointId: tuple?.checkpoint.id, messageCount: messageCountOf(tuple?.checkpoint.channel_values?.messages), pendingWrites: tuple?.pendingWrites ?? [] };
 }
 
 /** Keep only real messages: a malformed entry in state must not break a read. */

@@ -17,6 +17,7 @@ import type { MessageRows } from "./message-rows.ts";
 import type { PlatformRecords } from "./platform-records.ts";
 import type { RunQueueStore } from "./run-queue.ts";
 import type { ThreadIndex } from "./thread-index.ts";
+import type { LatestCheckpoints } from "./latest-checkpoints.ts";
 import type { ThreadRewinder } from "./thread-rewind.ts";
 
 /** The saver, message rows, conversation list, idempotency keys and Platform API records of a database that has been set up. */
@@ -31,6 +32,8 @@ export interface OpenDatabase {
   readonly runQueue: RunQueueStore;
   /** Takes a thread back to an earlier checkpoint (the Platform API's rollback). */
   readonly rewinder: ThreadRewinder;
+  /** The latest checkpoint ids of several threads in one read. */
+  readonly latestCheckpoints: LatestCheckpoints;
   readonly leases: LeaseStore;
 }
 
@@ -49,6 +52,7 @@ export class DatabaseGate {
     rewind: (target) => this.run(({ rewinder }) => rewinder.rewind(target)),
     prune: (target) => this.run(({ rewinder }) => rewinder.prune(target)),
   };
+  readonly latestCheckpoints: LatestCheckpoints = { latest: (threadIds) => this.run(({ latestCheckpoints }) => latestCheckpoints.latest(threadIds)) };
 
   constructor(
     readonly backend: DatabaseBackend,

@@ -100,9 +100,9 @@ export class PlatformThreads {
     if (found) return found;
     const agent = await this.conversationAgent(caller, threadId);
     if (!agent) return undefined;
-    const now = Date.now();
-    await this.deps.records.createThread({ userId, threadId, agentId: agent.name, metadata: bindingMetadata(agent), status: "idle", createdAt: now });
-    return this.deps.records.getThread(userId, threadId);
+    // Another request may have given it its record meanwhile: then that one is the thread's.
+    const created = await this.deps.records.createThread({ userId, threadId, agentId: agent.name, metadata: bindingMetadata(agent), status: "idle", createdAt: Date.now() });
+    return created ?? this.deps.records.getThread(userId, threadId);
   }
 
   /** The conversation of a thread bound to an agent; undefined for a thread no run has bound yet. */
@@ -301,14 +301,15 @@ export class PlatformThreads {
 
   /** The agent of the caller's conversation with this thread id started through agenthost's own API, if any (the most recently written). */
   private async conversationAgent(caller: PlatformCaller, threadId: string): Promise<RegisteredAgent | undefined> {
-    let best: { agent: RegisteredAgent; at: string } | undefined;
+    const candidates = new Map<string, RegisteredAgent>();
     for (const agent of this.deps.registry.agents.values()) {
       // An agent the caller may not use has no conversation of theirs to find.
       if (!this.deps.conversations.mayUse(caller.principal, agent.name)) continue;
-      const conversation = this.deps.conversations.resolve(caller.principal, agent, { thread_id: threadId, user_id: caller.namedUser });
-      const at = (await this.deps.store.head(conversation.storageKey)).writtenAt;
-      if (at === undefined) continue;
-      if (!best || at > best.at) best = { agent, at };
+      candidates.set(this.deps.conversations.resolve(caller.principal, agent, { thread_id: threadId, user_id: caller.namedUser }).storageKey, agent);
+    }
+    let best: { agent: RegisteredAgent; checkpointId: string } | undefined;
+    for (const [storageKey, checkpointId] of await this.deps.store.latestOf([...candidates.keys()])) {
+      if (!best || checkpointId > best.checkpointId) best = { agent: candidates.get(storageKey)!, checkpointId };
     }
     return best?.agent;
   }

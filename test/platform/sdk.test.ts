@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Client } from "@langchain/langgraph-sdk";
+import { storageKey } from "../../src/auth/storage-key.ts";
 import { gate } from "../fixtures/gated-agent.ts";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
 import { memoryBackend, postgresBackend, sqliteBackend, type BackendUnderTest } from "../http/history-backends.ts";
@@ -140,6 +141,34 @@ for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
       const messages = messagesOf(state.values);
       assert.equal(messages.length, 2);
       assert.equal(messages[0]!.content, "from the own API");
+    });
+
+    test("a thread id the own API used with two agents is found bound to the one written last, and only by its user", async () => {
+      const thread = "own-api-two-agents";
+      const own = async (token: string, agent: string) =>
+        assert.equal((await call(service, "POST", `/${agent}/invoke`, { thread_id: thread, input: { message: `to ${agent}` } }, token)).status, 200);
+      await own("alice-token", CHATBOT);
+      await own("alice-token", "create-agent");
+      // The backend's one read of both conversations' latest checkpoints: the later write has the larger id.
+      const keys = [storageKey("alice", CHATBOT, thread), storageKey("alice", "create-agent", thread), storageKey("alice", "gated-agent", thread)];
+      const latest = await service.runtime.checkpoints.latestCheckpoints.latest(keys);
+      assert.deepEqual([...latest.keys()].sort(), keys.slice(0, 2).sort());
+      for (const key of keys.slice(0, 2)) {
+        const head = await service.runtime.checkpoints.saver.getTuple({ configurable: { thread_id: key, checkpoint_ns: "" } });
+        assert.equal(latest.get(key), head?.checkpoint.id);
+      }
+      assert.ok(latest.get(keys[1]!)! > latest.get(keys[0]!)!);
+
+      const alice = new Client({ apiUrl: service.url, apiKey: "alice-token" });
+      const bob = new Client({ apiUrl: service.url, apiKey: "bob-token" });
+      await assert.rejects(bob.threads.get(thread), (error: unknown) => (error as { status?: number }).status === 404);
+      assert.equal((await alice.threads.get(thread)).metadata?.graph_id, "create-agent");
+      // Bound to create-agent, the thread refuses a run of another assistant; bob's own is his alone.
+      const refused = await call(service, "POST", `/threads/${thread}/runs/wait`, { assistant_id: CHATBOT, input: { messages: [] }, if_not_exists: "create" }, "alice-token");
+      assert.equal(refused.status, 409);
+      assert.equal(((await refused.json()) as { error_code?: string }).error_code, "thread_agent_mismatch");
+      await own("bob-token", CHATBOT);
+      assert.equal((await bob.threads.get(thread)).metadata?.graph_id, CHATBOT);
     });
 
     test("runs.wait answers the final values; history lists the checkpoints; search finds the thread by metadata", async () => {
