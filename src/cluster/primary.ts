@@ -204,6 +204,9 @@ class Supervisor {
       case "lock.acquire":
       case "lock.cancel":
       case "lock.release":
+      case "lock.ready":
+      case "lock.delegation":
+      case "lock.returned":
       case "ping":
       case "run.cancel":
       case "run.stopped":

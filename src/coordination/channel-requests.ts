@@ -67,6 +67,11 @@ export class ChannelRequests<In extends { ah: string }, Out extends { ah: string
   }
 
   /** Whether the other side has gone away. */
+  /** Requests sent and not answered yet. */
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
   get closed(): boolean {
     return this.closedNow;
   }

@@ -21,6 +21,10 @@ export type ToWorker =
   | { ah: "lock.result"; id: number; outcome: WaitOutcome; waitedMs: number }
   /** The lock of request `id` is free in the primary's table (the answer to lock.release). */
   | { ah: "lock.released"; id: number }
+  /** This worker is the only one: it may keep the lock table itself (answer with lock.delegation). */
+  | { ah: "lock.delegate"; epoch: number }
+  /** Another worker came: give the table back (answer with lock.returned). */
+  | { ah: "lock.revoke"; epoch: number }
   | { ah: "pong"; id: number }
   /** Stop the run holding `key` if it runs on this worker (a cancel asked on any worker). */
   | { ah: "run.stop"; id: number; key: string }
@@ -47,6 +51,12 @@ export type ToPrimary =
   | { ah: "lock.acquire"; id: number; key: string; /** false: refuse a held key at once. */ waits?: false }
   | { ah: "lock.cancel"; id: number }
   | { ah: "lock.release"; id: number }
+  /** This worker's lock is set up: the primary may hand it the table when it is the only worker. */
+  | { ah: "lock.ready" }
+  /** The answer to lock.delegate: taken (the worker now locks in its own table), or declined (it was waiting on the primary). */
+  | { ah: "lock.delegation"; epoch: number; accepted: boolean }
+  /** The answer to lock.revoke: the keys still held or waited for in the worker's table, each held for it at the primary under `id` until released. */
+  | { ah: "lock.returned"; epoch: number; holds: ReadonlyArray<{ readonly id: number; readonly key: string }> }
   | { ah: "ping"; id: number }
   /** Cancel the run holding `key` on whichever worker it runs. */
   | { ah: "run.cancel"; id: number; key: string }

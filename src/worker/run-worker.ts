@@ -10,6 +10,7 @@ import { createApp } from "../http/app.ts";
 import { listen } from "../http/server.ts";
 import { createLogger, logFatalErrors } from "../observability/logger.ts";
 import { buildRuntime, type WorkerRuntime } from "../runtime.ts";
+import { watchParent } from "./parent-watch.ts";
 import { answerPrimary } from "./primary-link.ts";
 
 /** How long runs stopped at the end of a drain's grace get to settle and answer before the connections close. */
@@ -117,6 +118,11 @@ export async function runWorker(): Promise<void> {
   process.on("SIGINT", () => stop("SIGINT"));
 
   if (inCluster) {
+    // A worker whose primary is gone drains and exits, whether or not its IPC channel says so.
+    watchParent(() => {
+      runtime.logger.warn({ ppid: process.ppid }, "the primary is gone");
+      stop("primary gone");
+    });
     const channel = workerChannel();
     answerPrimary(channel, runtime);
     channel.send({ ah: "listening", port });

@@ -24,6 +24,11 @@ export class KeyedFifoLock {
     return this.held.has(key);
   }
 
+  /** Every key held now (each may have waiters). */
+  heldKeys(): string[] {
+    return [...this.held.keys()];
+  }
+
   /** Requests queued for `key` behind its holder. */
   waitingFor(key: string): number {
     return this.held.get(key)?.length ?? 0;
