@@ -27,7 +27,9 @@ export class PrimaryBrokers {
     private readonly config: Config,
     private readonly logger: Logger,
   ) {
-    this.locks = new LockBroker({ waitMs: config.THREAD_QUEUE_TIMEOUT * 1000, maxWaiters: config.THREAD_QUEUE_MAX_WAITERS });
+    this.locks = new LockBroker({ waitMs: config.THREAD_QUEUE_TIMEOUT * 1000, maxWaiters: config.THREAD_QUEUE_MAX_WAITERS }, (worker, kept) =>
+      logger.info({ worker }, kept ? "the only worker keeps the conversation lock table" : "the conversation lock table is back at the primary"),
+    );
     this.events = new EventLogBroker(recordLimits(config));
   }
 

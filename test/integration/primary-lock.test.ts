@@ -17,7 +17,7 @@ interface FakeWorker {
 
 function setup(policy: LockQueuePolicy) {
   // Offers to a worker that declined come again at its next release (no interval), so tests wait on state only.
-  const broker = new LockBroker(policy, 0);
+  const broker = new LockBroker(policy, () => {}, 0);
   /** The kinds of the lock messages the broker got, in order. */
   const seen: string[] = [];
   const connect = brokeredWorkers({

@@ -45,6 +45,8 @@ export class LockBroker {
 
   constructor(
     policy: LockQueuePolicy,
+    /** Told when a worker takes the table (true) and when it is back here (false). */
+    private readonly onDelegation: (ownerId: number, kept: boolean) => void = () => {},
     private readonly reofferMs = REOFFER_MS,
   ) {
     this.table = new KeyedFifoLock(policy);
@@ -109,6 +111,7 @@ export class LockBroker {
         if (delegation.kind !== "offered" || delegation.ownerId !== ownerId || delegation.epoch !== message.epoch) return;
         if (!message.accepted) return this.takeBack();
         this.delegation = { kind: "delegated", ownerId, epoch: message.epoch };
+        this.onDelegation(ownerId, true);
         // A worker forked while the offer was out.
         if (this.owners.size > 1) this.revoke(ownerId, message.epoch);
         return;
@@ -130,6 +133,7 @@ export class LockBroker {
 
   /** The table is here again: the messages held back are handled, in the order they came. */
   private takeBack(): void {
+    if (this.delegation.kind === "delegated" || this.delegation.kind === "revoking") this.onDelegation(this.delegation.ownerId, false);
     this.delegation = { kind: "none" };
     const held = this.heldBack;
     this.heldBack = [];
