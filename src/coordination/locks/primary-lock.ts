@@ -69,6 +69,20 @@ export class PrimaryConversationLock implements ConversationLock {
   private async acquireHere(table: KeyedFifoLock, key: string, signal: AbortSignal | undefined, waits: boolean): Promise<LockOutcome> {
     const { outcome, waitedMs } = await table.acquire(key, signal, waits);
     if (outcome !== "granted") return { ok: false, reason: outcome };
+    return this.granted(waitedMs, async () => {
+      table.release(key);
+      const returned = this.returned;
+      if (table !== returned?.table || table.isHeld(key)) return;
+      // The last holder of a returned key: its hold at the primary goes too.
+      const id = returned.ids.get(key)!;
+      returned.ids.delete(key);
+      if (returned.ids.size === 0) this.returned = undefined;
+      await this.releaseAcknowledged(id);
+    });
+  }
+
+  /** A lease that reports itself lost when the primary goes away, and frees its lock (once) with `free`. */
+  private granted(waitedMs: number, free: () => Promise<void>): LockOutcome {
     const lost = new AbortController();
     this.leases.add(lost);
     let released = false;
@@ -81,14 +95,7 @@ export class PrimaryConversationLock implements ConversationLock {
           if (released) return;
           released = true;
           this.leases.delete(lost);
-          table.release(key);
-          const returned = this.returned;
-          if (table !== returned?.table || table.isHeld(key)) return;
-          // The last holder of a returned key: its hold at the primary goes too.
-          const id = returned.ids.get(key)!;
-          returned.ids.delete(key);
-          if (returned.ids.size === 0) this.returned = undefined;
-          await this.releaseAcknowledged(id);
+          await free();
         },
       },
     };
@@ -111,22 +118,7 @@ export class PrimaryConversationLock implements ConversationLock {
     if (reply.outcome !== "granted") return { ok: false, reason: reply.outcome };
 
     const { id, waitedMs } = reply;
-    const lost = new AbortController();
-    this.leases.add(lost);
-    let released = false;
-    return {
-      ok: true,
-      lease: {
-        lost: lost.signal,
-        waitedMs,
-        release: async () => {
-          if (released) return;
-          released = true;
-          this.leases.delete(lost);
-          await this.releaseAcknowledged(id);
-        },
-      },
-    };
+    return this.granted(waitedMs, () => this.releaseAcknowledged(id));
   }
 
   /**
