@@ -3,6 +3,7 @@ import { DelayedError, Queue, WaitingError, Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import type { NewQueuedRun } from "../checkpoints/run-queue.ts";
 import { throttledReport } from "../coordination/locks/redis-connection.ts";
+import { defineScript, type RedisScript } from "../coordination/redis-script.ts";
 import { RunAborted } from "../errors/classify.ts";
 import { connectionProblemForLog, type Logger } from "../observability/logger.ts";
 import type { ClaimedRun, Execute, Execution, RunQueueEngine } from "./run-queue-engine.ts";
@@ -55,6 +56,30 @@ async function atMost(work: Promise<unknown>, ms: number): Promise<void> {
 const KEEP_FAILED = { age: 7 * 24 * 3600 };
 
 /**
+ * How long a run's claim key lives (it is deleted when the run leaves the queue; the bound is for a
+ * run whose job was lost with its end unrecorded): longer than any run executes.
+ */
+const CLAIM_TTL_MS = 30 * 24 * 3600 * 1000;
+
+/**
+ * Claim a run to execute it, once it is first of its thread. KEYS: the run's claim, its thread's
+ * order; ARGV: the run id, the claim's TTL. Returns the claim already there ("executing": an
+ * earlier attempt's, whose worker stopped; "removed": taken out of the queue), "executing" when
+ * this call claimed it, or the id of the thread's first run when that is another's (wait).
+ */
+const CLAIM = `local claim = redis.call('GET', KEYS[1])
+if claim then return claim end
+local first = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+if first and first ~= ARGV[1] then return 'first:' .. first end
+redis.call('SET', KEYS[1], 'executing', 'PX', ARGV[2])
+return 'executing'`;
+
+/** Mark a run removed unless it is claimed to execute. KEYS: its claim; ARGV: the TTL. 1 when marked. */
+const REMOVE = `if redis.call('GET', KEYS[1]) == 'executing' then return 0 end
+redis.call('SET', KEYS[1], 'removed', 'PX', ARGV[1])
+return 1`;
+
+/**
  * Background runs on BullMQ over REDIS_URL, for a fleet of hosts: a run is a job (its id the run's),
  * delayed jobs are `after_seconds`, and BullMQ's stalled-job detection is the crash recovery: a
  * worker holds its job's lock for BACKGROUND_RUN_LEASE and renews it; a worker that dies leaves the
@@ -78,12 +103,16 @@ export class BullmqRunQueue implements RunQueueEngine {
   private readonly prefix: string;
   /** Connection problems of the queue's connections, at most one log line per ten seconds. */
   private readonly report: (error: Error) => void;
+  private readonly claimScript: RedisScript;
+  private readonly removeScript: RedisScript;
 
   constructor(private readonly options: BullmqEngineOptions) {
     this.prefix = options.keyPrefix;
     this.report = throttledReport((error) => options.logger.warn(connectionProblemForLog(error), "background runs: queue connection problem"));
     this.connection = new Redis(options.url, { maxRetriesPerRequest: 1, connectionName: `agenthost:${process.pid}:runs` });
     this.connection.on("error", this.report);
+    this.claimScript = defineScript(this.connection, "agenthostRunClaim", CLAIM, 2);
+    this.removeScript = defineScript(this.connection, "agenthostRunRemove", REMOVE, 1);
     this.queue = new Queue<RunJob>(RUN_QUEUE, { connection: this.connection, prefix: `${this.prefix}:bull` });
     this.queue.on("error", this.report);
   }
@@ -91,6 +120,16 @@ export class BullmqRunQueue implements RunQueueEngine {
   private threadKey(userId: string, threadId: string): string {
     const hash = createHash("sha256").update(JSON.stringify([userId, threadId])).digest("hex").slice(0, 32);
     return `${this.prefix}:bg:thread:${hash}`;
+  }
+
+  /**
+   * A run's claim: absent while it waits, "executing" from the moment an attempt takes its turn
+   * until it leaves the queue or goes back to wait, "removed" once taken out of the queue. BullMQ's
+   * own state cannot tell these apart: a job is active too while its worker only looks whether it is
+   * first of its thread.
+   */
+  private claimKey(runId: string): string {
+    return `${this.prefix}:bg:claim:${runId}`;
   }
 
   async add(run: NewQueuedRun): Promise<void> {
@@ -114,14 +153,15 @@ export class BullmqRunQueue implements RunQueueEngine {
     const job = await this.queue.getJob(runId);
     if (!job) return false;
     const state = await job.getState();
-    if (state !== "waiting" && state !== "delayed" && state !== "prioritized") return false;
-    try {
-      await job.remove();
-    } catch {
-      // Taken by a worker meanwhile: it is executing.
-      return false;
-    }
-    await this.leave(job.data);
+    if (state === "completed" || state === "failed") return false;
+    if ((await this.removeScript(this.claimKey(runId), CLAIM_TTL_MS)) !== 1) return false;
+    // A job active now is only looking for its turn (it is not claimed): the mark stays for its
+    // worker, which drops the run.
+    const removed = await job.remove().then(
+      () => true,
+      () => false,
+    );
+    await this.leave(job.data, removed);
     return true;
   }
 
@@ -154,7 +194,13 @@ export class BullmqRunQueue implements RunQueueEngine {
 
   private async process(job: Job<RunJob>, token: string, execute: Execute): Promise<void> {
     const data: RunJob = { ...job.data };
-    if (!(await this.firstOfThread(data))) await this.later(job, token, data, Date.now() + this.options.pollMs);
+    const claim = await this.claim(data);
+    // Taken out of the queue while it looked for its turn: done, its job removed as it completes.
+    if (claim === "removed") {
+      await this.connection.del(this.claimKey(data.runId));
+      return;
+    }
+    if (claim === "wait") await this.later(job, token, data, Date.now() + this.options.pollMs);
     const held: Held = { control: new AbortController(), handingBack: false };
     this.held.set(data.runId, held);
     try {
@@ -180,10 +226,14 @@ export class BullmqRunQueue implements RunQueueEngine {
       if (held.handingBack) {
         data.uncounted++;
         await job.updateData(data);
+        await this.connection.del(this.claimKey(data.runId));
         await job.moveToWait(token);
         throw new WaitingError();
       }
-      if (outcome === "busy") await this.later(job, token, data, Date.now() + this.options.pollMs);
+      if (outcome === "busy") {
+        await this.connection.del(this.claimKey(data.runId));
+        await this.later(job, token, data, Date.now() + this.options.pollMs);
+      }
       await this.leave(data);
     } finally {
       this.held.delete(data.runId);
@@ -199,25 +249,32 @@ export class BullmqRunQueue implements RunQueueEngine {
   }
 
   /**
-   * Whether the run is first of its thread's runs. A first entry whose job is gone or finished
-   * (its end was not recorded: Redis went away at that moment) is dropped and the next looked at.
+   * Claim the run once it is first of its thread's runs ("wait" until then; "removed" when it was
+   * taken out of the queue). A first entry whose job is gone or finished (its end was not recorded:
+   * Redis went away at that moment) is dropped and the next looked at.
    */
-  private async firstOfThread(data: RunJob): Promise<boolean> {
+  private async claim(data: RunJob): Promise<"executing" | "removed" | "wait"> {
     const key = this.threadKey(data.userId, data.threadId);
     for (;;) {
-      const [first] = await this.connection.zrange(key, 0, 0);
-      if (first === undefined || first === data.runId) return true;
+      const claim = String(await this.claimScript(this.claimKey(data.runId), key, data.runId, CLAIM_TTL_MS));
+      if (claim === "executing" || claim === "removed") return claim;
+      const first = claim.slice("first:".length);
       const blocker = await this.queue.getJob(first);
       const state = blocker ? await blocker.getState() : "unknown";
-      if (state !== "completed" && state !== "failed" && state !== "unknown") return false;
+      if (state !== "completed" && state !== "failed" && state !== "unknown") return "wait";
       await this.connection.zrem(key, first);
     }
   }
 
-  /** The run left the queue: out of its thread's order, and the thread's next run promoted if it waits only for its turn. */
-  private async leave(data: RunJob): Promise<void> {
+  /**
+   * The run left the queue: out of its thread's order (its claim with it, unless `unclaim` is false:
+   * a removed run's mark stays for the worker that still holds its job), and the thread's next run
+   * promoted if it waits only for its turn.
+   */
+  private async leave(data: RunJob, unclaim = true): Promise<void> {
     const key = this.threadKey(data.userId, data.threadId);
     await this.connection.zrem(key, data.runId);
+    if (unclaim) await this.connection.del(this.claimKey(data.runId));
     const [next] = await this.connection.zrange(key, 0, 0);
     if (next === undefined) return;
     const job = await this.queue.getJob(next);

@@ -1,6 +1,6 @@
-import type { Redis } from "ioredis";
 import { RateLimiterRedis } from "rate-limiter-flexible";
 import { openLink, type RedisLink, type RedisSource } from "../redis-link.ts";
+import { defineScript, type RedisScript } from "../redis-script.ts";
 import {
   ADMITTED,
   MINUTE_SECONDS,
@@ -46,17 +46,8 @@ local renewed = redis.call('ZADD', KEYS[1], 'XX', 'CH', now + tonumber(ARGV[2]),
 ${KEEP_KEY("ARGV[2]")}
 return renewed`;
 
-type Script = (key: string, ...args: Array<string | number>) => Promise<unknown>;
-
 /** How long an admit waits for the connection to come up (startup, a reconnect) before calling Redis unavailable. */
 const CONNECT_WAIT_MS = 1_000;
-
-function defineScript(client: Redis, name: string, lua: string): Script {
-  client.defineCommand(name, { numberOfKeys: 1, lua });
-  const command = (client as unknown as Record<string, Script>)[name];
-  if (!command) throw new Error(`the Redis script ${name} was not defined`);
-  return command.bind(client);
-}
 
 /**
  * The fair share across every worker of every host, in Redis under REDIS_KEY_PREFIX. Requests per
@@ -71,8 +62,8 @@ export class RedisFairShareCounters implements FairShareCounters {
   private readonly ownsLink: boolean;
   private readonly requests: RateLimiterRedis;
   private readonly tokens: RateLimiterRedis;
-  private readonly take: Script;
-  private readonly renew: Script;
+  private readonly take: RedisScript;
+  private readonly renew: RedisScript;
   /** The slots this process holds: slot id → user. */
   private readonly held = new Map<string, string>();
   private renewTimer: NodeJS.Timeout | undefined;

@@ -1,4 +1,5 @@
 import type { Redis } from "ioredis";
+import { defineScript } from "../redis-script.ts";
 
 /** The lease of one conversation: a string key holding its holder's token, with a TTL. */
 export const lockKey = (prefix: string, key: string) => `${prefix}lock:${key}`;
@@ -53,16 +54,9 @@ export interface LockScripts {
   leave(queue: string, id: string): Promise<void>;
 }
 
-type Script = (key: string, ...args: Array<string | number>) => Promise<unknown>;
-
 /** The lock's scripts, loaded once per connection (EVALSHA after the first call). */
 export function lockScripts(client: Redis): LockScripts {
-  const define = (name: string, lua: string): Script => {
-    client.defineCommand(name, { numberOfKeys: 1, lua });
-    const command = (client as unknown as Record<string, Script>)[name];
-    if (!command) throw new Error(`the Redis script ${name} was not defined`);
-    return command.bind(client);
-  };
+  const define = (name: string, lua: string) => defineScript(client, name, lua);
   const extend = define("agenthostExtendIfHeld", EXTEND_IF_HELD);
   const drop = define("agenthostDeleteIfHeld", DELETE_IF_HELD);
   const enqueue = define("agenthostEnqueue", ENQUEUE);
