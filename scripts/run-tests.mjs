@@ -107,6 +107,8 @@ if (!Number.isInteger(concurrency) || concurrency < 1) {
   console.error(`run-tests: ${concurrencyFlag ? concurrencyFlag : `TEST_CONCURRENCY=${process.env.TEST_CONCURRENCY}`} is not a whole number of at least 1`);
   process.exit(2);
 }
+/** When this run started, for each part's span. */
+const RUN_START = performance.now();
 /** Each file's hang bound (Node applies it per file too). */
 const TIMEOUT_MS = 300_000;
 /**
@@ -159,6 +161,8 @@ for (const part of parts) {
   if (parts.length > 1) console.log(`# ${part.title}: ${part.files.length} test files`);
   const handle = await (launched.get(part) ?? run(part.files, part.coverage, concurrency, part.timeoutMs));
   status = Math.max(status, await handle.print());
+  // Where the suite's time goes: each part's span, seconds from the start of this run.
+  if (parts.length > 1) console.log(`# ${part.title}: ran from ${handle.span.start.toFixed(0)} s to ${handle.span.end.toFixed(0)} s of this run`);
   if (part.coverage) printCoverage(split || flags.has("--unit") ? "the unit tests" : "these tests");
 }
 process.exit(status);
@@ -207,8 +211,14 @@ function run(files, coverage, concurrency, timeoutMs = TIMEOUT_MS) {
     }
     if (coverage && /end of coverage report/.test(line)) inTable = false;
   });
-  const finished = Promise.all([ended, closed]).then(([, code]) => code);
+  const span = { start: (performance.now() - RUN_START) / 1000, end: 0 };
+  const finished = Promise.all([ended, closed]).then(([, code]) => {
+    span.end = (performance.now() - RUN_START) / 1000;
+    return code;
+  });
   return {
+    /** When it started and ended, seconds from the start of this run (the end once finished). */
+    span,
     /** Resolves with the exit status once the run has ended and all its output has been read. */
     finished,
     print: async () => {
