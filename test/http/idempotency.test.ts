@@ -163,7 +163,8 @@ for (const makeBackend of ALL_BACKENDS) {
       assert.equal(invalid.status, 422);
       // Refused under the key: the conversation is busy with another request (THREAD_QUEUE_TIMEOUT 0).
       const holder = post(service, "/slow-agent/invoke", { input: { message: "hold" }, thread_id: "busy-once", agent_config: { sleep_ms: 60_000 } });
-      await waitFor(() => service.runtime.activeRuns.size === 1, "the other request holding the conversation");
+      // Holding it, its input stored (a cancel before that would leave no "hold" behind).
+      await waitFor(async () => service.runtime.activeRuns.size === 1 && (await messagesOf(service, "slow-agent", "busy-once").catch(() => [])).length === 1, "the other request holding the conversation");
       const body = { input: { message: "after the other" }, thread_id: "busy-once", agent_config: { sleep_ms: 0 } };
       const busy = await post(service, "/slow-agent/invoke", body, "early-1");
       assert.equal(busy.status, 409);
