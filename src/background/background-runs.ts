@@ -53,7 +53,7 @@ interface QueuedCaller {
 /** How long a claimed run with no record yet is looked at again before it counts as never accepted. */
 const UNRECORDED_GRACE_MS = 60_000;
 
-/** The run's claim went to another worker before this one started it. */
+/** The run's claim went to another worker, or the run out of the queue, before this attempt started it. */
 class RunTakenOver extends Error {}
 
 const FINAL: ReadonlySet<RunStatus> = new Set(["success", "error", "timeout", "interrupted"]);
@@ -257,9 +257,17 @@ export class BackgroundRuns implements BackgroundWork {
     const { writesEnd } = execution;
     let handle;
     let events;
+    // Set when the run turns out, under its thread's lock, to be no longer this attempt's: the error
+    // it throws there reaches this catch classified as the run's failure.
+    let takenOver = false;
+    const started = async (base: string) => {
+      if (await execution.started(base)) return;
+      takenOver = true;
+      throw new RunTakenOver();
+    };
     try {
-      const body = await this.continued(caller, entry, execution, request);
-      const background = { runId, attempt: entry.attempt, createdAt: record.createdAt, createdBy: queued.createdBy, writesEnd };
+      const body = await this.continued(caller, entry, request);
+      const background = { runId, attempt: entry.attempt, createdAt: record.createdAt, createdBy: queued.createdBy, writesEnd, started };
       handle = await runs.create(caller, threadId, { ...body, multitask_strategy: undefined }, execution.control, log, { background });
       events = await handle.events();
     } catch (error) {
@@ -269,7 +277,7 @@ export class BackgroundRuns implements BackgroundWork {
         if (error.kind === "user_run_limit") log.debug({ user_id: userId }, "background run waits for a run slot of its user");
         return "busy";
       }
-      if (error instanceof RunTakenOver) return "done";
+      if (takenOver) return "done";
       log.warn({ error_code: error instanceof ServiceError ? error.kind : "error" }, "background run refused");
       await ended("error", this.errorOf(error, log));
       return "done";
@@ -312,18 +320,15 @@ export class BackgroundRuns implements BackgroundWork {
   }
 
   /**
-   * What this attempt runs. The first notes the thread's latest checkpoint before it starts; a run
-   * claimed again (its worker died, or was drained) that finds a newer one there wrote it (runs of
-   * a thread go one at a time), so it continues from it: its input is in the thread already. One
-   * that finds the same starts over with its input.
+   * What this attempt runs. The first runs the request (its start notes the thread's latest
+   * checkpoint under the lock, Execution.started); a run claimed again (its worker died, or was
+   * drained) that finds a newer one there wrote it (runs of a thread go one at a time), so it
+   * continues from it: its input is in the thread already. One that finds the same starts over
+   * with its input.
    */
-  private async continued(caller: PlatformCaller, entry: ClaimedRun, execution: Execution, request: RunCreateRequest): Promise<RunCreateRequest> {
+  private async continued(caller: PlatformCaller, entry: ClaimedRun, request: RunCreateRequest): Promise<RunCreateRequest> {
+    if (entry.base === null) return request;
     const head = (await this.deps.threads.latestCheckpoint(caller, entry.threadId)) ?? "";
-    if (entry.base === null) {
-      // Another worker took the run over meanwhile (this one stalled past its lease): it executes it.
-      if (!(await execution.setBase(head))) throw new RunTakenOver();
-      return request;
-    }
     if (head === entry.base) return request;
     return { ...request, input: null, command: undefined, checkpoint: undefined, checkpoint_id: undefined };
   }

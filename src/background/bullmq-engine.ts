@@ -40,6 +40,8 @@ interface RunJob {
 interface Held {
   readonly control: AbortController;
   handingBack: boolean;
+  /** This attempt started the run (its claim set to executing). */
+  started: boolean;
 }
 
 /** How long closing waits for BullMQ (its worker's hand-backs, its connections) before letting go. */
@@ -62,19 +64,23 @@ const KEEP_FAILED = { age: 7 * 24 * 3600 };
 const CLAIM_TTL_MS = 30 * 24 * 3600 * 1000;
 
 /**
- * Claim a run to execute it, once it is first of its thread. KEYS: the run's claim, its thread's
- * order; ARGV: the run id, the claim's TTL. Returns the claim already there ("executing": an
- * earlier attempt's, whose worker stopped; "removed": taken out of the queue), "executing" when
- * this call claimed it, or the id of the thread's first run when that is another's (wait).
+ * Whether a run may go on to execute. KEYS: the run's claim, its thread's order; ARGV: the run id.
+ * Returns its claim when it has one ("executing": an earlier attempt's, whose worker stopped, so it
+ * goes on; "removed": taken out of the queue), else "turn" when it is first of its thread, else the
+ * id of the thread's first run ("first:<id>": it waits).
  */
-const CLAIM = `local claim = redis.call('GET', KEYS[1])
+const TURN = `local claim = redis.call('GET', KEYS[1])
 if claim then return claim end
 local first = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
 if first and first ~= ARGV[1] then return 'first:' .. first end
-redis.call('SET', KEYS[1], 'executing', 'PX', ARGV[2])
-return 'executing'`;
+return 'turn'`;
 
-/** Mark a run removed unless it is claimed to execute. KEYS: its claim; ARGV: the TTL. 1 when marked. */
+/** Mark a run executing unless it was removed. KEYS: its claim; ARGV: the TTL. 1 when marked. */
+const START = `if redis.call('GET', KEYS[1]) == 'removed' then return 0 end
+redis.call('SET', KEYS[1], 'executing', 'PX', ARGV[1])
+return 1`;
+
+/** Mark a run removed unless it is executing. KEYS: its claim; ARGV: the TTL. 1 when marked. */
 const REMOVE = `if redis.call('GET', KEYS[1]) == 'executing' then return 0 end
 redis.call('SET', KEYS[1], 'removed', 'PX', ARGV[1])
 return 1`;
@@ -103,7 +109,8 @@ export class BullmqRunQueue implements RunQueueEngine {
   private readonly prefix: string;
   /** Connection problems of the queue's connections, at most one log line per ten seconds. */
   private readonly report: (error: Error) => void;
-  private readonly claimScript: RedisScript;
+  private readonly turnScript: RedisScript;
+  private readonly startScript: RedisScript;
   private readonly removeScript: RedisScript;
 
   constructor(private readonly options: BullmqEngineOptions) {
@@ -111,7 +118,8 @@ export class BullmqRunQueue implements RunQueueEngine {
     this.report = throttledReport((error) => options.logger.warn(connectionProblemForLog(error), "background runs: queue connection problem"));
     this.connection = new Redis(options.url, { maxRetriesPerRequest: 1, connectionName: `agenthost:${process.pid}:runs` });
     this.connection.on("error", this.report);
-    this.claimScript = defineScript(this.connection, "agenthostRunClaim", CLAIM, 2);
+    this.turnScript = defineScript(this.connection, "agenthostRunTurn", TURN, 2);
+    this.startScript = defineScript(this.connection, "agenthostRunStart", START, 1);
     this.removeScript = defineScript(this.connection, "agenthostRunRemove", REMOVE, 1);
     this.queue = new Queue<RunJob>(RUN_QUEUE, { connection: this.connection, prefix: `${this.prefix}:bull` });
     this.queue.on("error", this.report);
@@ -123,10 +131,10 @@ export class BullmqRunQueue implements RunQueueEngine {
   }
 
   /**
-   * A run's claim: absent while it waits, "executing" from the moment an attempt takes its turn
-   * until it leaves the queue or goes back to wait, "removed" once taken out of the queue. BullMQ's
-   * own state cannot tell these apart: a job is active too while its worker only looks whether it is
-   * first of its thread.
+   * A run's claim: absent while it waits, "executing" from the moment an attempt starts it (holding
+   * its thread: Execution.started) until it leaves the queue or is handed back, "removed" once taken
+   * out of the queue. BullMQ's own state cannot tell these apart: a job is active too while its
+   * worker only looks whether it is first of its thread, or waits for its thread to be free.
    */
   private claimKey(runId: string): string {
     return `${this.prefix}:bg:claim:${runId}`;
@@ -194,14 +202,14 @@ export class BullmqRunQueue implements RunQueueEngine {
 
   private async process(job: Job<RunJob>, token: string, execute: Execute): Promise<void> {
     const data: RunJob = { ...job.data };
-    const claim = await this.claim(data);
-    // Taken out of the queue while it looked for its turn: done, its job removed as it completes.
+    const claim = await this.turn(data);
+    // Taken out of the queue while it waited: done, its job removed as it completes.
     if (claim === "removed") {
       await this.connection.del(this.claimKey(data.runId));
       return;
     }
     if (claim === "wait") await this.later(job, token, data, Date.now() + this.options.pollMs);
-    const held: Held = { control: new AbortController(), handingBack: false };
+    const held: Held = { control: new AbortController(), handingBack: false, started: false };
     this.held.set(data.runId, held);
     try {
       const run: ClaimedRun = {
@@ -216,9 +224,13 @@ export class BullmqRunQueue implements RunQueueEngine {
         control: held.control,
         writesEnd: () => !held.handingBack,
         handingBack: () => held.handingBack,
-        setBase: async (base) => {
-          data.base = base;
-          await job.updateData(data);
+        started: async (base) => {
+          if ((await this.startScript(this.claimKey(data.runId), CLAIM_TTL_MS)) !== 1) return false;
+          held.started = true;
+          if (data.base === null) {
+            data.base = base;
+            await job.updateData(data);
+          }
           return true;
         },
       };
@@ -226,14 +238,13 @@ export class BullmqRunQueue implements RunQueueEngine {
       if (held.handingBack) {
         data.uncounted++;
         await job.updateData(data);
-        await this.connection.del(this.claimKey(data.runId));
+        // Waiting again: its claim goes (a removed mark set while it had not started stays).
+        if (held.started) await this.connection.del(this.claimKey(data.runId));
         await job.moveToWait(token);
         throw new WaitingError();
       }
-      if (outcome === "busy") {
-        await this.connection.del(this.claimKey(data.runId));
-        await this.later(job, token, data, Date.now() + this.options.pollMs);
-      }
+      // It did not start: a removed mark set meanwhile stays for its next turn.
+      if (outcome === "busy") await this.later(job, token, data, Date.now() + this.options.pollMs);
       await this.leave(data);
     } finally {
       this.held.delete(data.runId);
@@ -249,15 +260,17 @@ export class BullmqRunQueue implements RunQueueEngine {
   }
 
   /**
-   * Claim the run once it is first of its thread's runs ("wait" until then; "removed" when it was
-   * taken out of the queue). A first entry whose job is gone or finished (its end was not recorded:
-   * Redis went away at that moment) is dropped and the next looked at.
+   * Whether the run goes on ("go": first of its thread's runs, or executing since an earlier attempt),
+   * waits ("wait") or is dropped ("removed": taken out of the queue). A first entry whose job is gone
+   * or finished (its end was not recorded: Redis went away at that moment) is dropped and the next
+   * looked at.
    */
-  private async claim(data: RunJob): Promise<"executing" | "removed" | "wait"> {
+  private async turn(data: RunJob): Promise<"go" | "removed" | "wait"> {
     const key = this.threadKey(data.userId, data.threadId);
     for (;;) {
-      const claim = String(await this.claimScript(this.claimKey(data.runId), key, data.runId, CLAIM_TTL_MS));
-      if (claim === "executing" || claim === "removed") return claim;
+      const claim = String(await this.turnScript(this.claimKey(data.runId), key, data.runId));
+      if (claim === "removed") return claim;
+      if (claim === "executing" || claim === "turn") return "go";
       const first = claim.slice("first:".length);
       const blocker = await this.queue.getJob(first);
       const state = blocker ? await blocker.getState() : "unknown";

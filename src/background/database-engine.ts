@@ -129,8 +129,8 @@ export class DatabaseRunQueue implements RunQueueEngine {
       control: held.control,
       writesEnd: () => !held.handingBack && !held.lost,
       handingBack: () => held.handingBack,
-      setBase: async (base) => {
-        if (await store.setBase(run.runId, this.owner, base)) return true;
+      started: async (base) => {
+        if (await store.started(run.runId, this.owner, base)) return true;
         held.lost = true;
         return false;
       },

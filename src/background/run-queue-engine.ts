@@ -21,8 +21,13 @@ export interface Execution {
   writesEnd(): boolean;
   /** Whether the run is being handed back to the queue (it is pending again, not ended). */
   handingBack(): boolean;
-  /** Note the thread's latest checkpoint as the run first starts; false when the run is no longer this worker's. */
-  setBase(base: string): Promise<boolean>;
+  /**
+   * The run starts: this attempt holds its thread and has written nothing yet. The first start notes
+   * the thread's latest checkpoint (`base`). From here on the run is executing: it can no longer be
+   * taken out of the queue, only cancelled. False when the run is no longer this worker's (another
+   * took it over, or it was taken out of the queue while this attempt waited for its thread).
+   */
+  started(base: string): Promise<boolean>;
 }
 
 /**
@@ -46,7 +51,7 @@ export interface RunQueueEngine {
   add(run: NewQueuedRun): Promise<void>;
   /** The thread's runs still in the queue (waiting or executing), in order. */
   onThread(userId: string, threadId: string): Promise<string[]>;
-  /** Take a run out of the queue before it started; false when it is executing or gone. */
+  /** Take a run out of the queue before it started (Execution.started); false when it is executing or gone. */
   removeQueued(runId: string): Promise<boolean>;
   /** Runs waiting (due or not) and executing, across every worker. */
   depth(): Promise<{ readonly waiting: number; readonly executing: number }>;

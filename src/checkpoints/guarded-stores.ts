@@ -140,8 +140,8 @@ export class GuardedRunQueue implements RunQueueStore {
     return this.gate.run(({ runQueue }) => runQueue.claim(owner, now, leaseUntil));
   }
 
-  setBase(runId: string, owner: string, base: string): Promise<boolean> {
-    return this.gate.run(({ runQueue }) => runQueue.setBase(runId, owner, base));
+  started(runId: string, owner: string, base: string): Promise<boolean> {
+    return this.gate.run(({ runQueue }) => runQueue.started(runId, owner, base));
   }
 
   renew(runId: string, owner: string, leaseUntil: number): Promise<boolean> {

@@ -49,7 +49,7 @@ export class SqliteRunQueue implements RunQueueStore {
   private readonly addStmt;
   private readonly claimStmt;
   private readonly renewStmt;
-  private readonly setBaseStmt;
+  private readonly startedStmt;
   private readonly releaseStmt;
   private readonly removeStmt;
   private readonly removeOwnedStmt;
@@ -70,14 +70,14 @@ VALUES (?, ?, ?, 'queued', ?, NULL, 0, 0, ?) ON CONFLICT (run_id) DO NOTHING`,
       `UPDATE ${table} SET state = 'running', lease_owner = @owner, lease_until = @until, attempt = attempt + 1
 WHERE run_id = (${claimable(table, (name) => `@${name}`)}) RETURNING ${COLUMNS}`,
     );
-    this.setBaseStmt = db.prepare(`UPDATE ${table} SET base = ? WHERE run_id = ? AND lease_owner = ?`);
+    this.startedStmt = db.prepare(`UPDATE ${table} SET base = coalesce(base, ?) WHERE run_id = ? AND lease_owner = ?`);
     this.renewStmt = db.prepare(`UPDATE ${table} SET lease_until = ? WHERE run_id = ? AND state = 'running' AND lease_owner = ?`);
     this.releaseStmt = db.prepare(
       `UPDATE ${table} SET state = 'queued', lease_owner = NULL, lease_until = 0, available_at = ?, attempt = attempt - ? WHERE run_id = ? AND lease_owner = ?`,
     );
     this.removeStmt = db.prepare(`DELETE FROM ${table} WHERE run_id = ?`);
     this.removeOwnedStmt = db.prepare(`DELETE FROM ${table} WHERE run_id = ? AND lease_owner = ?`);
-    this.removeQueuedStmt = db.prepare(`DELETE FROM ${table} WHERE run_id = ? AND state = 'queued'`);
+    this.removeQueuedStmt = db.prepare(`DELETE FROM ${table} WHERE run_id = ? AND (state = 'queued' OR base IS NULL)`);
     this.onThreadStmt = db.prepare(`SELECT ${COLUMNS} FROM ${table} WHERE user_id = ? AND thread_id = ? ORDER BY seq`);
     this.depthStmt = db.prepare(`SELECT state, count(*) AS n FROM ${table} GROUP BY state`);
     this.anyClaimableStmt = db.prepare(claimable(table, (name) => `@${name}`)).pluck();
@@ -96,8 +96,8 @@ WHERE run_id = (${claimable(table, (name) => `@${name}`)}) RETURNING ${COLUMNS}`
     return row && queuedRun(row);
   }
 
-  async setBase(runId: string, owner: string, base: string): Promise<boolean> {
-    return this.setBaseStmt.run(base, runId, owner).changes > 0;
+  async started(runId: string, owner: string, base: string): Promise<boolean> {
+    return this.startedStmt.run(base, runId, owner).changes > 0;
   }
 
   async renew(runId: string, owner: string, leaseUntil: number): Promise<boolean> {
@@ -196,8 +196,8 @@ WHERE run_id = (${candidate}) RETURNING ${COLUMNS}`,
     return rows[0] && queuedRun(rows[0]);
   }
 
-  async setBase(runId: string, owner: string, base: string): Promise<boolean> {
-    const result = await this.pool.query(`UPDATE ${this.table} SET base = $1 WHERE run_id = $2 AND lease_owner = $3`, [base, runId, owner]);
+  async started(runId: string, owner: string, base: string): Promise<boolean> {
+    const result = await this.pool.query(`UPDATE ${this.table} SET base = coalesce(base, $1) WHERE run_id = $2 AND lease_owner = $3`, [base, runId, owner]);
     return (result.rowCount ?? 0) > 0;
   }
 
@@ -226,7 +226,7 @@ WHERE run_id = (${candidate}) RETURNING ${COLUMNS}`,
   }
 
   async removeQueued(runId: string): Promise<boolean> {
-    const result = await this.pool.query(`DELETE FROM ${this.table} WHERE run_id = $1 AND state = 'queued'`, [runId]);
+    const result = await this.pool.query(`DELETE FROM ${this.table} WHERE run_id = $1 AND (state = 'queued' OR base IS NULL)`, [runId]);
     return (result.rowCount ?? 0) > 0;
   }
 

@@ -47,15 +47,22 @@ export interface RunQueueStore {
    * its lease run out; none of its thread's earlier runs left. Its attempt is counted.
    */
   claim(owner: string, now: number, leaseUntil: number): Promise<QueuedRun | undefined>;
-  /** Note the thread's latest checkpoint as the run first starts (QueuedRun.base); false when `owner` no longer holds it. */
-  setBase(runId: string, owner: string, base: string): Promise<boolean>;
+  /**
+   * The run has started under `owner`'s claim (it holds its thread and has written nothing yet): its
+   * first start notes the thread's latest checkpoint (QueuedRun.base); false when `owner` no longer
+   * holds it (taken over, or taken out of the queue before it started).
+   */
+  started(runId: string, owner: string, base: string): Promise<boolean>;
   /** Extend the lease; false when `owner` no longer holds the run. */
   renew(runId: string, owner: string, leaseUntil: number): Promise<boolean>;
   /** Hand a run back (queued again, due at `availableAt`); `uncount` takes back the attempt its claim counted. */
   release(runId: string, owner: string, availableAt: number, uncount: boolean): Promise<void>;
   /** Remove a run that reached its final status; with `owner`, only while that owner holds it. */
   remove(runId: string, owner?: string): Promise<boolean>;
-  /** Remove a run that has not started (queued); false when it is running or gone. */
+  /**
+   * Remove a run that has not started: queued, or claimed for a first attempt that has not started
+   * (it waits for its thread, held by a run of the other kind); false when it is running or gone.
+   */
   removeQueued(runId: string): Promise<boolean>;
   /** The thread's runs still in the queue, in order. */
   onThread(userId: string, threadId: string): Promise<QueuedRun[]>;
@@ -90,10 +97,10 @@ export class MemoryRunQueue implements RunQueueStore {
     return undefined;
   }
 
-  async setBase(runId: string, owner: string, base: string): Promise<boolean> {
+  async started(runId: string, owner: string, base: string): Promise<boolean> {
     const row = this.rows.get(runId);
     if (row?.leaseOwner !== owner) return false;
-    this.rows.set(runId, { ...row, base });
+    this.rows.set(runId, { ...row, base: row.base ?? base });
     return true;
   }
 
@@ -118,7 +125,7 @@ export class MemoryRunQueue implements RunQueueStore {
 
   async removeQueued(runId: string): Promise<boolean> {
     const row = this.rows.get(runId);
-    if (!row || row.state !== "queued") return false;
+    if (!row || (row.state !== "queued" && row.base !== null)) return false;
     return this.rows.delete(runId);
   }
 

@@ -8,7 +8,7 @@ import { classifyRunError } from "../runs/run-failure.ts";
 import type { Conversation, ConversationService, HeldConversation } from "./conversation-service.ts";
 
 /** Work done under the conversation lock before the run starts (a resume aims at what is pending). */
-export type UnderLock = (run: PreparedRun, head: ConversationHead) => PreparedRun;
+export type UnderLock = (run: PreparedRun, head: ConversationHead) => PreparedRun | Promise<PreparedRun>;
 
 /**
  * A run that started and then failed: `error` is how to report it, `cause` what was thrown. Failures

@@ -62,6 +62,11 @@ export interface BackgroundExecution {
   readonly attempt: number;
   readonly createdAt: number;
   writesEnd(): boolean;
+  /**
+   * The run starts: called under its thread's lock, before it writes anything. Rejects when the
+   * run is no longer this worker's (taken over, or out of the queue): then it does not run.
+   */
+  started(base: string): Promise<void>;
 }
 
 /** A Platform run made for a request: the agenthost run, where it is, and what it answers when it ends. */
@@ -255,8 +260,9 @@ export class PlatformRuns {
     const outcome: RunOutcome = { values: undefined, interrupts: [] };
     // Where the run starts, read under the lock: a rollback takes the thread back there.
     let base: RunBase | undefined;
-    const noteBase: UnderLock = (run, head) => {
+    const noteBase: UnderLock = async (run, head) => {
       base = { checkpointId: head.checkpointId ?? null, writes: head.pendingWrites.map(([task, channel]) => [task, channel] as const) };
+      await background?.started(head.checkpointId ?? "");
       return run;
     };
     const run = new AgentRun(this.deps.turns, this.deps.reporting, conversation, prepared, control, noteBase, logger, ticket && (async () => ticket));

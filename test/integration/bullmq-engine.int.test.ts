@@ -1,10 +1,12 @@
 // The BullMQ engine of background runs (src/background/bullmq-engine.ts) against the real Redis, a
-// key prefix per test. A run waiting behind another of its thread is picked up by a worker every
-// BACKGROUND_POLL_INTERVAL only to look whether it is first, and BullMQ calls it active meanwhile:
-// taken out of the queue at that moment (a cancel, or an interrupt or rollback making room), it must
-// count as queued, leave its thread's order at once and never execute. Before, it counted as
-// executing: a rollback deleted its record while its job stayed first in line, and the thread's next
-// run waited a minute for the record that would never come (a flaky test found it).
+// key prefix per test. BullMQ calls a job active while its worker only looks whether the run is
+// first of its thread (every BACKGROUND_POLL_INTERVAL for a run waiting behind another), and while
+// its attempt waits for a thread held by a run of the other API. Taken out of the queue at such a
+// moment (a cancel, or an interrupt or rollback making room), the run must count as queued, leave
+// its thread's order at once and never execute. Before, it counted as executing: a rollback deleted
+// its record while its job stayed first in line, and the thread's next run waited a minute for the
+// record that would never come (a flaky test found it). A run that has started (Execution.started)
+// is executing, and cannot be taken out.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { Writable } from "node:stream";
@@ -12,7 +14,7 @@ import { after, test } from "node:test";
 import { DelayedError, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { BullmqRunQueue, RUN_QUEUE } from "../../src/background/bullmq-engine.ts";
-import type { ClaimedRun, ExecutionOutcome } from "../../src/background/run-queue-engine.ts";
+import type { ClaimedRun, Execution, ExecutionOutcome } from "../../src/background/run-queue-engine.ts";
 import { createLogger } from "../../src/observability/logger.ts";
 import { waitFor } from "../helpers/raw-http.ts";
 import { REDIS_URL } from "../helpers/redis.ts";
@@ -29,33 +31,50 @@ after(async () => {
   admin.disconnect();
 });
 
-/** An engine on a prefix of its own, executing one run at a time; each run executes until the test lets it end. */
+/**
+ * An engine on a prefix of its own, executing one run at a time. Each attempt waits for the test:
+ * `tell(run, "start")` starts it (Execution.started), then `tell(run, "end")` ends it; `tell(run,
+ * "busy")` ends the attempt without starting it, as one does that finds its thread held by a run of
+ * the other API.
+ */
 function engine() {
   const keyPrefix = `agenthost-test:${randomUUID()}`;
   prefixes.push(keyPrefix);
   const queue = new BullmqRunQueue({ url: REDIS_URL, keyPrefix, leaseMs: 30_000, pollMs: 50, logger });
+  /** Runs that started, in order. */
   const executed: string[] = [];
-  const ends = new Map<string, () => void>();
-  queue.start(async (run: ClaimedRun): Promise<ExecutionOutcome> => {
+  /** Runs whose attempt tried to start and found them no longer its own. */
+  const refused: string[] = [];
+  const asks = new Map<string, (what: string) => void>();
+  const next = (runId: string) => new Promise<string>((resolve) => asks.set(runId, resolve));
+  queue.start(async (run: ClaimedRun, execution: Execution): Promise<ExecutionOutcome> => {
+    if ((await next(run.runId)) === "busy") return "busy";
+    if (!(await execution.started("head"))) {
+      refused.push(run.runId);
+      return "done";
+    }
     executed.push(run.runId);
-    await new Promise<void>((resolve) => ends.set(run.runId, resolve));
+    await next(run.runId);
     return "done";
   }, 1);
-  /** Let the run end once it executes. */
-  const end = async (runId: string) => {
-    await waitFor(() => ends.has(runId), `run ${runId} executes`);
-    ends.get(runId)!();
+  const tell = async (runId: string, what: "start" | "end" | "busy") => {
+    await waitFor(() => asks.has(runId), `run ${runId} waits for the test`);
+    const answer = asks.get(runId)!;
+    asks.delete(runId);
+    answer(what);
   };
-  return { queue, keyPrefix, executed, end };
+  const claim = (runId: string) => admin.get(`${keyPrefix}:bg:claim:${runId}`);
+  return { queue, keyPrefix, executed, refused, tell, claim };
 }
 
 const run = (threadId: string) => ({ runId: randomUUID(), userId: "alice", threadId, availableAt: Date.now(), caller: {} });
 
 test("a run taken out of the queue while a worker looks whether it is first is removed: it leaves its thread's order and never executes", async () => {
-  const { queue, keyPrefix, executed, end } = engine();
+  const { queue, keyPrefix, executed, tell, claim } = engine();
   const thread = randomUUID();
   const first = run(thread);
   await queue.add(first);
+  await tell(first.runId, "start");
   await waitFor(() => executed.includes(first.runId), "the first run executes");
   // The engine's one slot is taken: a worker of the test's own takes the next run and holds it active,
   // as the engine's worker does while it looks whether the run is first of its thread.
@@ -86,30 +105,54 @@ test("a run taken out of the queue while a worker looks whether it is first is r
   const closing = looker.close();
   release();
   await closing;
-  await end(first.runId);
+  await tell(first.runId, "end");
   const next = run(thread);
   await queue.add(next);
-  await end(next.runId);
+  await tell(next.runId, "start");
+  await tell(next.runId, "end");
   await waitFor(async () => (await queue.onThread("alice", thread)).length === 0, "the thread's queue empties");
   // The engine's worker takes the removed run's job again and drops it, its mark with it.
-  await waitFor(async () => (await admin.exists(`${keyPrefix}:bg:claim:${waiting.runId}`)) === 0, "the removed run's mark goes with its job");
+  await waitFor(async () => (await claim(waiting.runId)) === null, "the removed run's mark goes with its job");
   assert.equal(await queue.removeQueued(waiting.runId), false, "its job is gone");
   assert.deepEqual(executed, [first.runId, next.runId], "the removed run never executed");
   await queue.close();
 });
 
+test("a run whose attempt waits for its thread is taken out: that attempt cannot start it, and a busy one leaves it dropped", async () => {
+  const { queue, executed, refused, tell, claim } = engine();
+  // Taken out while its attempt waits; the attempt then gets the thread and tries to start it.
+  const [one, two] = [run(randomUUID()), run(randomUUID())];
+  await queue.add(one);
+  await waitFor(async () => (await queue.depth()).executing === 1, "the first run's attempt holds its job");
+  assert.equal(await queue.removeQueued(one.runId), true);
+  await tell(one.runId, "start");
+  await waitFor(() => refused.includes(one.runId), "its attempt finds it taken out");
+  await waitFor(async () => (await claim(one.runId)) === null, "its mark goes with its job");
+
+  // Taken out while its attempt waits; the attempt finds the thread busy and gives the run back.
+  await queue.add(two);
+  await waitFor(async () => (await queue.depth()).executing === 1, "the second run's attempt holds its job");
+  assert.equal(await queue.removeQueued(two.runId), true);
+  await tell(two.runId, "busy");
+  await waitFor(async () => (await claim(two.runId)) === null, "its next turn drops it");
+  assert.deepEqual(await queue.depth(), { waiting: 0, executing: 0 });
+  assert.deepEqual(executed, []);
+  await queue.close();
+});
+
 test("a waiting run is removed at once; an executing one is not, and after it leaves no claim of it is left", async () => {
-  const { queue, keyPrefix, executed, end } = engine();
+  const { queue, keyPrefix, executed, tell } = engine();
   const thread = randomUUID();
   const first = run(thread);
   const second = run(thread);
   await queue.add(first);
+  await tell(first.runId, "start");
   await waitFor(() => executed.includes(first.runId), "the first run executes");
   await queue.add(second);
   assert.equal(await queue.removeQueued(first.runId), false);
   assert.equal(await queue.removeQueued(second.runId), true);
   assert.equal(await queue.removeQueued(second.runId), false, "removed already: gone");
-  await end(first.runId);
+  await tell(first.runId, "end");
   await waitFor(async () => (await queue.onThread("alice", thread)).length === 0, "the thread's queue empties");
   assert.deepEqual(executed, [first.runId]);
   assert.deepEqual(await admin.keys(`${keyPrefix}:bg:claim:*`), []);
