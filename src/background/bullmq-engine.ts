@@ -163,8 +163,8 @@ export class BullmqRunQueue implements RunQueueEngine {
     const state = await job.getState();
     if (state === "completed" || state === "failed") return false;
     if ((await this.removeScript(this.claimKey(runId), CLAIM_TTL_MS)) !== 1) return false;
-    // A job active now is only looking for its turn (it is not claimed): the mark stays for its
-    // worker, which drops the run.
+    // A job active now has not started (its worker looks at its turn, or waits for its thread):
+    // the mark stays for that worker, which drops the run.
     const removed = await job.remove().then(
       () => true,
       () => false,
