@@ -202,13 +202,13 @@ export class BullmqRunQueue implements RunQueueEngine {
 
   private async process(job: Job<RunJob>, token: string, execute: Execute): Promise<void> {
     const data: RunJob = { ...job.data };
-    const claim = await this.turn(data);
+    const turn = await this.turn(data);
     // Taken out of the queue while it waited: done, its job removed as it completes.
-    if (claim === "removed") {
+    if (turn === "removed") {
       await this.connection.del(this.claimKey(data.runId));
       return;
     }
-    if (claim === "wait") await this.later(job, token, data, Date.now() + this.options.pollMs);
+    if (turn === "wait") await this.later(job, token, data, Date.now() + this.options.pollMs);
     const held: Held = { control: new AbortController(), handingBack: false, started: false };
     this.held.set(data.runId, held);
     try {

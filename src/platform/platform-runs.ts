@@ -260,10 +260,10 @@ export class PlatformRuns {
     const outcome: RunOutcome = { values: undefined, interrupts: [] };
     // Where the run starts, read under the lock: a rollback takes the thread back there.
     let base: RunBase | undefined;
-    const noteBase: UnderLock = async (run, head) => {
+    const noteBase: UnderLock = (run, head) => {
       base = { checkpointId: head.checkpointId ?? null, writes: head.pendingWrites.map(([task, channel]) => [task, channel] as const) };
-      await background?.started(head.checkpointId ?? "");
-      return run;
+      // Only a background run waits here (its queue marks it started); a run of a request goes on at once.
+      return background ? background.started(head.checkpointId ?? "").then(() => run) : run;
     };
     const run = new AgentRun(this.deps.turns, this.deps.reporting, conversation, prepared, control, noteBase, logger, ticket && (async () => ticket));
     const record = this.recorder(conversation, prepared, body, outcome, background, () => base);

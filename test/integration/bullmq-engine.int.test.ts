@@ -82,6 +82,7 @@ test("a run taken out of the queue while a worker looks whether it is first is r
   const holding = new Promise<void>((resolve) => (held = resolve));
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
+  const lookerConnection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const looker = new Worker(
     RUN_QUEUE,
     async (job, token) => {
@@ -90,7 +91,7 @@ test("a run taken out of the queue while a worker looks whether it is first is r
       await job.moveToDelayed(Date.now(), token);
       throw new DelayedError();
     },
-    { connection: new Redis(REDIS_URL, { maxRetriesPerRequest: null }), prefix: `${keyPrefix}:bull` },
+    { connection: lookerConnection, prefix: `${keyPrefix}:bull` },
   );
   const waiting = run(thread);
   await queue.add(waiting);
@@ -105,6 +106,7 @@ test("a run taken out of the queue while a worker looks whether it is first is r
   const closing = looker.close();
   release();
   await closing;
+  lookerConnection.disconnect();
   await tell(first.runId, "end");
   const next = run(thread);
   await queue.add(next);

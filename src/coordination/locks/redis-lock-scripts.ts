@@ -56,11 +56,10 @@ export interface LockScripts {
 
 /** The lock's scripts, loaded once per connection (EVALSHA after the first call). */
 export function lockScripts(client: Redis): LockScripts {
-  const define = (name: string, lua: string) => defineScript(client, name, lua);
-  const extend = define("agenthostExtendIfHeld", EXTEND_IF_HELD);
-  const drop = define("agenthostDeleteIfHeld", DELETE_IF_HELD);
-  const enqueue = define("agenthostEnqueue", ENQUEUE);
-  const head = define("agenthostHead", HEAD);
+  const extend = defineScript(client, "agenthostExtendIfHeld", EXTEND_IF_HELD);
+  const drop = defineScript(client, "agenthostDeleteIfHeld", DELETE_IF_HELD);
+  const enqueue = defineScript(client, "agenthostEnqueue", ENQUEUE);
+  const head = defineScript(client, "agenthostHead", HEAD);
   return {
     take: async (lock, token, ms) => (await client.set(lock, token, "PX", ms, "NX")) === "OK",
     extend: async (lock, token, ms) => (await extend(lock, token, ms)) === 1,

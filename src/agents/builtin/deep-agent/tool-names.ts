@@ -2,10 +2,7 @@
 export const DEEP_AGENT_FILE_TOOLS = ["ls", "read_file", "write_file", "edit_file", "glob", "grep"] as const;
 
 /** Tools the model sees, besides remote (MCP) tools: the spec's list plus the library's `task` tool. */
-export const DEEP_AGENT_TOOLS = [...DEEP_AGENT_FILE_TOOLS, "add", "multiply", "write_todos", "task"] as const;
-
-/** Tool names that may approve through an interrupt (DEEP_AGENT_INTERRUPT_ON). */
-export const DEEP_AGENT_APPROVABLE_TOOLS = ["write_file", "edit_file"] as const;
+const DEEP_AGENT_TOOLS = [...DEEP_AGENT_FILE_TOOLS, "add", "multiply", "write_todos", "task"] as const;
 
 /**
  * Names no remote tool may take, for any agent: the deep agent's own tools and the library tools it
