@@ -172,10 +172,13 @@ export class BackgroundRuns implements BackgroundWork {
     const { userId, threadId } = conversation;
     const executing = new Set<string>();
     for (const runId of await queue.onThread(userId, threadId)) {
-      if (!(await queue.removeQueued(runId))) executing.add(runId);
-      else if (strategy === "rollback") await records.deleteRun(userId, threadId, runId);
+      if (!(await queue.removeQueued(runId))) {
+        executing.add(runId);
+        continue;
+      }
+      if (strategy === "rollback") await records.deleteRun(userId, threadId, runId);
       else this.notify(await records.setRunStatus(userId, threadId, runId, "interrupted", Date.now()));
-      this.deps.runs.recorded(runId);
+      this.deps.runs.recorded(runId, strategy === "rollback" ? undefined : "interrupted");
     }
     await this.deps.canceller.cancel(conversation.storageKey);
     if (strategy !== "rollback") return;
@@ -201,7 +204,7 @@ export class BackgroundRuns implements BackgroundWork {
     if (await queue.removeQueued(run.runId)) {
       if (action === "rollback") await records.deleteRun(run.userId, run.threadId, run.runId);
       else this.notify(await records.setRunStatus(run.userId, run.threadId, run.runId, "interrupted", Date.now()));
-      this.deps.runs.recorded(run.runId);
+      this.deps.runs.recorded(run.runId, action === "rollback" ? undefined : "interrupted");
       return true;
     }
     await this.deps.canceller.cancel(conversation.storageKey);
@@ -246,7 +249,7 @@ export class BackgroundRuns implements BackgroundWork {
       this.deps.metrics.backgroundRuns.inc({ status });
       this.notify(await records.setRunStatus(userId, threadId, runId, status, Date.now()), { error });
       await records.updateThread(userId, threadId, { status: status === "error" ? "error" : "idle", now: Date.now() });
-      runs.recorded(runId);
+      runs.recorded(runId, status);
     };
     if (entry.attempt > config.BACKGROUND_RUN_MAX_ATTEMPTS) {
       log.error({ max_attempts: config.BACKGROUND_RUN_MAX_ATTEMPTS }, "background run given up: its workers stopped on every attempt");

@@ -302,29 +302,30 @@ export class PlatformRuns {
   }
 
   /**
-   * The run's record once it has ended, wherever it ran: its record is read again at once when this
-   * process writes it (see recorded), else at first often and then at most every second, until its
-   * status is final or `signal` aborts (the request's deadline, or its client leaving). A run's final
-   * status is written before it frees its thread.
+   * Once the run has ended, wherever it ran: its record is read again at once when this process
+   * writes it (see recorded; not read at all when the writer names a final status), else at first
+   * often and then at most every second, until its status is final, it is gone, or `signal` aborts
+   * (the request's deadline, or its client leaving). A run's final status is written before it
+   * frees its thread.
    */
-  settled(userId: string, threadId: string, runId: string, signal: AbortSignal): Promise<PlatformRun | undefined> {
+  settled(userId: string, threadId: string, runId: string, signal: AbortSignal): Promise<void> {
     return this.until(userId, threadId, runId, signal, (status) => status !== "running" && status !== "pending");
   }
 
-  /** The run's record once it has started (or ended): a background run waits in its queue first. */
-  started(userId: string, threadId: string, runId: string, signal: AbortSignal): Promise<PlatformRun | undefined> {
+  /** Once the run has started (or ended, or is gone): a background run waits in its queue first. */
+  started(userId: string, threadId: string, runId: string, signal: AbortSignal): Promise<void> {
     return this.until(userId, threadId, runId, signal, (status) => status !== "pending");
   }
 
   /**
-   * This process has just written the run's record: whoever waits for it here (settled, started)
-   * reads it again at once.
+   * This process has just written the run's record (`status`, when the writer names it): whoever
+   * waits for it here (settled, started) learns it at once.
    */
-  recorded(runId: string): void {
-    this.watch.changed(runId);
+  recorded(runId: string, status?: RunStatus): void {
+    this.watch.changed(runId, status);
   }
 
-  private async until(userId: string, threadId: string, runId: string, signal: AbortSignal, done: (status: RunStatus) => boolean): Promise<PlatformRun | undefined> {
+  private async until(userId: string, threadId: string, runId: string, signal: AbortSignal, done: (status: RunStatus) => boolean): Promise<void> {
     for (let delay = 10; ; delay = Math.min(delay * 2, 1_000)) {
       // Watched before the read, so a change written meanwhile is not missed.
       const change = this.watch.next(runId, delay, signal);
@@ -337,13 +338,14 @@ export class PlatformRuns {
       }
       if (!run || done(run.status)) {
         change.cancel();
-        return run;
+        return;
       }
       // The request's deadline (504 request_timeout) or its client leaving ends the wait, answered
-      // as a run stopped for that reason would be.
-      await change.done.catch(() => {
+      // as a run stopped for that reason would be. A status written here that ends it needs no read.
+      const written = await change.done.catch(() => {
         throw classifyRunError(undefined, signal.reason);
       });
+      if (written !== undefined && done(written)) return;
     }
   }
 
@@ -380,7 +382,7 @@ export class PlatformRuns {
         base: baseOf() ?? null,
       };
       await records.runStarted(run, background !== undefined);
-      watch.changed(run.runId);
+      watch.changed(run.runId, "running");
       let status: RunStatus = "error";
       let threadStatus: ThreadStatus = "error";
       try {
@@ -396,9 +398,10 @@ export class PlatformRuns {
         // A background run handed back to the queue (or taken over) is not over: its record stays.
         if (!background || background.writesEnd()) {
           const end = Date.now();
-          // The record of how it ended must not turn a finished run into a failed one.
+          // The record of how it ended must not turn a finished run into a failed one; written or
+          // not, the run is over here, and its waiters in this process learn so at once.
           await records.runEnded(userId, threadId, prepared.runId, status, threadStatus, end).catch(() => undefined);
-          watch.changed(prepared.runId);
+          watch.changed(prepared.runId, status);
         }
       }
     };

@@ -22,6 +22,17 @@ test("a change of the run wakes every wait on it, and only on it", async () => {
   other.cancel();
 });
 
+test("a wait learns the status the writer names (then its reader need not read the record); undefined when none is named", async () => {
+  const watch = new RunWatch();
+  const signal = new AbortController().signal;
+  const named = watch.next("run", HOUR, signal);
+  watch.changed("run", "running");
+  assert.equal(await named.done, "running");
+  const unnamed = watch.next("run", HOUR, signal);
+  watch.changed("run");
+  assert.equal(await unnamed.done, undefined);
+});
+
 test("a change made before the wait is awaited still ends it (it is registered when asked for)", async () => {
   const watch = new RunWatch();
   const wait = watch.next("run", HOUR, new AbortController().signal);
@@ -29,9 +40,9 @@ test("a change made before the wait is awaited still ends it (it is registered w
   await wait.done;
 });
 
-test("with no change here, the timer ends the wait", async () => {
+test("with no change here, the timer ends the wait, with no status", async () => {
   const watch = new RunWatch();
-  await watch.next("run", 1, new AbortController().signal).done;
+  assert.equal(await watch.next("run", 1, new AbortController().signal).done, undefined);
 });
 
 test("the request's abort rejects the wait with its reason; an already aborted signal at once", async () => {
