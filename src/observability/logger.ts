@@ -2,6 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { pino, type Logger } from "pino";
 import type { Config } from "../config/schema.ts";
+import { stdoutLogDestination } from "./log-destination.ts";
 
 export type { Logger };
 
@@ -88,18 +89,8 @@ export function failureForLog(error: unknown): { err_type: string; err_code?: st
   return out;
 }
 
-/** Log lines are gathered up to this many bytes before they are written… */
-const LOG_BATCH_BYTES = 4_096;
-/** …or until this many milliseconds have passed, so a quiet service's last lines are not held back. */
-const LOG_FLUSH_MS = 100;
-
 /**
- * JSON lines on stdout (or a given destination, for tests). Stdout is written asynchronously and
- * in batches: a request's log line does not wait for a write to the pipe or terminal; lines are
- * written once LOG_BATCH_BYTES have gathered or LOG_FLUSH_MS after the last write, whichever comes
- * first, so a busy worker makes one write for many lines. pino flushes what is pending when the
- * process exits, however it exits (also after a fatal error); only a SIGKILL loses the last
- * LOG_FLUSH_MS of lines.
+ * JSON lines on stdout, written in batches (stdoutLogDestination), or on a given destination (tests).
  */
 export function createLogger(config: Pick<Config, "LOG_LEVEL">, destination?: NodeJS.WritableStream): Logger {
   const options = {
@@ -110,7 +101,7 @@ export function createLogger(config: Pick<Config, "LOG_LEVEL">, destination?: No
     formatters: { log: (fields: Record<string, unknown>) => redactSecrets(fields) },
     serializers: { err: errorForLog },
   };
-  return pino(options, destination ?? pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_MS }));
+  return pino(options, destination ?? stdoutLogDestination());
 }
 
 /**
