@@ -308,13 +308,16 @@ export class PlatformRuns {
    * (the request's deadline, or its client leaving). A run's final status is written before it
    * frees its thread.
    */
-  settled(userId: string, threadId: string, runId: string, signal: AbortSignal): Promise<void> {
-    return this.until(userId, threadId, runId, signal, (status) => status !== "running" && status !== "pending");
+  settled(userId: string, threadId: string, runId: string, signal: AbortSignal, seen?: RunStatus): Promise<void> {
+    return this.until(userId, threadId, runId, signal, (status) => status !== "running" && status !== "pending", seen);
   }
 
-  /** Once the run has started (or ended, or is gone): a background run waits in its queue first. */
-  started(userId: string, threadId: string, runId: string, signal: AbortSignal): Promise<void> {
-    return this.until(userId, threadId, runId, signal, (status) => status !== "pending");
+  /**
+   * Once the run has started (or ended, or is gone): a background run waits in its queue first.
+   * `seen`, in both: the status the caller has just read, so the wait does not read it again first.
+   */
+  started(userId: string, threadId: string, runId: string, signal: AbortSignal, seen?: RunStatus): Promise<void> {
+    return this.until(userId, threadId, runId, signal, (status) => status !== "pending", seen);
   }
 
   /**
@@ -325,27 +328,37 @@ export class PlatformRuns {
     this.watch.changed(runId, status);
   }
 
-  private async until(userId: string, threadId: string, runId: string, signal: AbortSignal, done: (status: RunStatus) => boolean): Promise<void> {
+  private async until(userId: string, threadId: string, runId: string, signal: AbortSignal, done: (status: RunStatus) => boolean, seen?: RunStatus): Promise<void> {
+    // The run's status as last known: the caller's read, a status written here, else read again.
+    let known = seen;
     for (let delay = 10; ; delay = Math.min(delay * 2, 1_000)) {
-      // Watched before the read, so a change written meanwhile is not missed.
+      // Watched before the read, so a change written meanwhile is not missed. Between the caller's
+      // own read and the first wait only promise continuations run, so nothing written in this
+      // process comes between them (a write elsewhere is found when the timer fires).
       const change = this.watch.next(runId, delay, signal);
-      let run: PlatformRun | undefined;
-      try {
-        run = await this.deps.records.getRun(userId, threadId, runId);
-      } catch (error) {
-        change.cancel();
-        throw error;
+      if (known === undefined) {
+        let run: PlatformRun | undefined;
+        try {
+          run = await this.deps.records.getRun(userId, threadId, runId);
+        } catch (error) {
+          change.cancel();
+          throw error;
+        }
+        if (!run) {
+          change.cancel();
+          return;
+        }
+        known = run.status;
       }
-      if (!run || done(run.status)) {
+      if (done(known)) {
         change.cancel();
         return;
       }
       // The request's deadline (504 request_timeout) or its client leaving ends the wait, answered
-      // as a run stopped for that reason would be. A status written here that ends it needs no read.
-      const written = await change.done.catch(() => {
+      // as a run stopped for that reason would be.
+      known = await change.done.catch(() => {
         throw classifyRunError(undefined, signal.reason);
       });
-      if (written !== undefined && done(written)) return;
     }
   }
 

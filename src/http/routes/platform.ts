@@ -166,8 +166,8 @@ export function platformHandlers(services: RouteServices): Pick<
 
   /** Wait for the run to end, then answer the thread's values. */
   const joined = async (asked: Asked, threadId: string, runId: string) => {
-    const { caller, thread } = await runOf(asked, threadId, runId);
-    await runs.settled(thread.userId, threadId, runId, asked.run.signal);
+    const { caller, thread, run } = await runOf(asked, threadId, runId);
+    await runs.settled(thread.userId, threadId, runId, asked.run.signal, run.status);
     const state = await threads.state(caller, threadId);
     const interrupts = state.interrupts;
     const values = (state.values ?? {}) as Record<string, unknown>;
@@ -286,7 +286,7 @@ export function platformHandlers(services: RouteServices): Pick<
       if (!conversation) throw new ServiceError("run_events_not_found");
       // A background run still in its queue has no events yet: follow it once it starts.
       const run = await records.getRun(thread.userId, thread.threadId, asked.params.run_id!);
-      if (run?.status === "pending") await runs.started(thread.userId, thread.threadId, run.runId, asked.run.signal);
+      if (run?.status === "pending") await runs.started(thread.userId, thread.threadId, run.runId, asked.run.signal, run.status);
       // `-1` (useStream's rejoin after a reload) and no header both replay from the first event.
       const last = asked.header("last-event-id")?.trim();
       const lastEventId = last === undefined || last === "" || last === "-1" ? undefined : last;
