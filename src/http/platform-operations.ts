@@ -160,7 +160,7 @@ export const platformOperations = {
     method: "delete",
     path: "/threads/:thread_id",
     agentScoped: false,
-    summary: "LangGraph Platform: delete a thread and its conversation",
+    summary: "LangGraph Platform: delete a thread and its conversation (its background runs leave the queue, the executing one stops)",
     errors: [...THREAD_ERRORS, ...LOCK_ERRORS],
     responses: { 204: { description: "Deleted", schema: noContentSchema } },
   },

@@ -230,6 +230,18 @@ for (const make of ENGINES) {
       assert.deepEqual(messagesOf(values).map((message) => message.content), ["soon", "step 1", "finished"]);
     });
 
+    test("a deleted thread's queued run goes with it: the thread made again under its id is not busy, and the run never executes", async () => {
+      const thread = await client.threads.create();
+      const later = await client.runs.create(thread.thread_id, STEPS, { input: human("never"), afterSeconds: 3600 });
+      await client.threads.delete(thread.thread_id);
+      await client.threads.create({ threadId: thread.thread_id });
+      await assert.rejects(client.runs.get(thread.thread_id, later.run_id), /404/);
+      const now = await client.runs.create(thread.thread_id, STEPS, { input: human("now"), config: { configurable: { steps: 1 } } });
+      const values = await client.runs.join(thread.thread_id, now.run_id);
+      assert.deepEqual(messagesOf(values).map((message) => message.content), ["now", "step 1", "finished"]);
+      assert.deepEqual((await client.runs.list(thread.thread_id)).map((run) => run.run_id), [now.run_id]);
+    });
+
     test("a stateless background run (POST /runs) executes on a thread of its own: kept with on_completion keep, else deleted after", async () => {
       // The SDK's type names other values ("complete", "continue") than LangGraph's servers accept ("delete", "keep").
       const kept = await client.runs.create(null, STEPS, { input: human("alone"), config: { configurable: { steps: 1 } }, onCompletion: "keep" as never });
