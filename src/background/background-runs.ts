@@ -172,13 +172,7 @@ export class BackgroundRuns implements BackgroundWork {
     const { userId, threadId } = conversation;
     const executing = new Set<string>();
     for (const runId of await queue.onThread(userId, threadId)) {
-      if (!(await queue.removeQueued(runId))) {
-        executing.add(runId);
-        continue;
-      }
-      if (strategy === "rollback") await records.deleteRun(userId, threadId, runId);
-      else this.notify(await records.setRunStatus(userId, threadId, runId, "interrupted", Date.now()));
-      this.deps.runs.recorded(runId, strategy === "rollback" ? undefined : "interrupted");
+      if (!(await this.dropQueued(userId, threadId, runId, strategy))) executing.add(runId);
     }
     await this.deps.canceller.cancel(conversation.storageKey);
     if (strategy !== "rollback") return;
@@ -200,15 +194,22 @@ export class BackgroundRuns implements BackgroundWork {
    */
   async cancel(run: PlatformRun, conversation: Conversation, action: "interrupt" | "rollback", control: AbortController): Promise<boolean> {
     if (FINAL.has(run.status)) return false;
-    const { records, queue } = this.deps;
-    if (await queue.removeQueued(run.runId)) {
-      if (action === "rollback") await records.deleteRun(run.userId, run.threadId, run.runId);
-      else this.notify(await records.setRunStatus(run.userId, run.threadId, run.runId, "interrupted", Date.now()));
-      this.deps.runs.recorded(run.runId, action === "rollback" ? undefined : "interrupted");
-      return true;
-    }
+    if (await this.dropQueued(run.userId, run.threadId, run.runId, action)) return true;
     await this.deps.canceller.cancel(conversation.storageKey);
     if (action === "rollback") await this.deps.threads.rollBack(conversation, [run], control);
+    return true;
+  }
+
+  /**
+   * Take a run that has not started out of the queue: with `rollback` its record is deleted, else it
+   * ends `interrupted`. False when it has started (or is gone from the queue).
+   */
+  private async dropQueued(userId: string, threadId: string, runId: string, action: "interrupt" | "rollback"): Promise<boolean> {
+    const { records, queue } = this.deps;
+    if (!(await queue.removeQueued(runId))) return false;
+    if (action === "rollback") await records.deleteRun(userId, threadId, runId);
+    else this.notify(await records.setRunStatus(userId, threadId, runId, "interrupted", Date.now()));
+    this.deps.runs.recorded(runId, action === "rollback" ? undefined : "interrupted");
     return true;
   }
 

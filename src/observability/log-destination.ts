@@ -1,16 +1,12 @@
 // sonic-boom is CommonJS: its class is the module itself, and its `SonicBoom` property (the one
 // name its types and Node's import of it share).
+import type { DestinationStream } from "pino";
 import sonicBoom from "sonic-boom";
 
 /** Log lines are gathered up to this many bytes before they are written… */
 const LOG_BATCH_BYTES = 4_096;
 /** …or until this many milliseconds have passed, so a quiet service's last lines are not held back. */
 const LOG_FLUSH_MS = 100;
-
-/** Where pino writes a log line. */
-export interface LogDestination {
-  write(line: string): void;
-}
 
 /**
  * Stdout for the log lines, written asynchronously and in batches: a request's line does not wait
@@ -24,8 +20,8 @@ export interface LogDestination {
  * reader forever when the process exits within LOG_FLUSH_MS of losing it (its sonic-boom retries
  * the exit's write every 100 ms): a worker then never ended. Here the exit's write is tried once.
  */
-export function stdoutLogDestination(fd = 1): LogDestination {
-  const stream = new sonicBoom.SonicBoom({ fd, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_MS });
+export function stdoutLogDestination(): DestinationStream {
+  const stream = new sonicBoom.SonicBoom({ fd: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_MS });
   let open = true;
   // Any failed write (EPIPE above all): nobody reads these lines any more.
   stream.on("error", () => {

@@ -121,11 +121,17 @@ export class PlatformThreads {
     return this.wire(caller, updated);
   }
 
-  /** Delete the thread: its conversation (under the lock, so never under a running run) and its records. */
-  async delete(caller: PlatformCaller, threadId: string, control: AbortController): Promise<void> {
+  /**
+   * Delete the thread: its conversation (under the lock, so never under a running run) and its
+   * records. `first`, when the thread has a conversation: what goes before (its runs stopped).
+   */
+  async delete(caller: PlatformCaller, threadId: string, control: AbortController, first?: (conversation: Conversation) => Promise<void>): Promise<void> {
     const thread = await this.record(caller, threadId);
     const conversation = this.conversationOf(caller, thread);
-    if (conversation) await this.deps.conversations.withConversation(conversation, control, () => this.deps.store.clear(conversation.storageKey));
+    if (conversation) {
+      await first?.(conversation);
+      await this.deps.conversations.withConversation(conversation, control, () => this.deps.store.clear(conversation.storageKey));
+    }
     await this.deps.records.deleteThread(thread.userId, threadId);
   }
 

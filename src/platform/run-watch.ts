@@ -19,8 +19,9 @@ export class RunWatch {
 
   /**
    * A wait for the run's next change here (the status written, when named), or `ms`, whichever
-   * comes first (undefined); it rejects when `signal` aborts. It is registered at once, so a change made before it is awaited still ends it: ask for
-   * it before reading the record. `cancel` drops it (its promise then never settles).
+   * comes first (undefined); it rejects when `signal` aborts. It is registered at once, so a change
+   * made before it is awaited still ends it: ask for it before reading the record. `cancel` drops
+   * it (its promise then never settles).
    */
   next(runId: string, ms: number, signal: AbortSignal): { readonly done: Promise<RunStatus | undefined>; cancel(): void } {
     let wakers = this.waiting.get(runId);

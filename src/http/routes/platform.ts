@@ -207,12 +207,9 @@ export function platformHandlers(services: RouteServices): Pick<
     getThread: async (asked) => ({ status: 200, body: await threads.get(callerOf(asked), asked.params.thread_id!) }),
     patchThread: async (asked) => ({ status: 200, body: await threads.patch(callerOf(asked), asked.params.thread_id!, asked.body?.metadata, asked.body?.ttl) }),
     deleteThread: async (asked) => {
-      const caller = callerOf(asked);
-      const conversation = threads.conversationOf(caller, await threads.record(caller, asked.params.thread_id!));
       // Its background runs go with it: the queued ones leave the queue (else a thread made again
       // under its id found them there, busy), the executing one stops.
-      if (conversation) await background.makeRoom(conversation, "interrupt", asked.run);
-      await threads.delete(caller, asked.params.thread_id!, asked.run);
+      await threads.delete(callerOf(asked), asked.params.thread_id!, asked.run, (conversation) => background.makeRoom(conversation, "interrupt", asked.run));
       return { status: 204, body: null };
     },
     threadState: async (asked) => ({
