@@ -303,6 +303,9 @@ export class BackgroundRuns implements BackgroundWork {
         for (const event of failed) writer.append(event as RecordedEvent);
         writer.end(false);
         failure = (failed.at(-1) as { data?: WebhookError } | undefined)?.data;
+      } else {
+        // Taken over: the run's record is its new execution's.
+        writer.abandon();
       }
     }
     if (writesEnd()) {

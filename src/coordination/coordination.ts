@@ -13,6 +13,7 @@ import { RedisConversationLock, type LeaseEvent } from "./locks/redis-lock.ts";
 import { workerChannel } from "./protocol.ts";
 import type { EventLog } from "./run-events/event-log.ts";
 import { MemoryEventLog, type MemoryEventLogOptions } from "./run-events/memory-event-log.ts";
+import { MirroredEventLog } from "./run-events/mirrored-event-log.ts";
 import { PrimaryEventLog } from "./run-events/primary-event-log.ts";
 import { RedisEventLog } from "./run-events/redis-event-log.ts";
 import { StreamLogs } from "./run-events/stream-logs.ts";
@@ -60,11 +61,11 @@ export function openCoordination(config: Config, logger: Logger, options: Coordi
   switch (scope.kind) {
     case "redis":
       canceller = new RedisRunCanceller({ link: scope.link, keyPrefix: scope.keyPrefix }, activeRuns);
-      events = new RedisEventLog({ ...limits, link: scope.link, keyPrefix: scope.keyPrefix, onError: report });
+      events = mirrored(new RedisEventLog({ ...limits, link: scope.link, keyPrefix: scope.keyPrefix, onError: report }), limits);
       break;
     case "primary":
       canceller = new PrimaryRunCanceller(scope.channel, activeRuns);
-      events = new PrimaryEventLog(scope.channel, limits.maxRunBytes);
+      events = mirrored(new PrimaryEventLog(scope.channel, limits.maxRunBytes), limits);
       break;
     case "process":
       canceller = new LocalRunCanceller(activeRuns);
@@ -134,6 +135,17 @@ function reportLease(event: LeaseEvent): void {
   } catch {
     // The primary is gone; this worker exits with it.
   }
+}
+
+/**
+ * How long after its end a run's events stay in the process that executed it (beside the shared
+ * log): long enough for a client that joins a short run as it ends, short enough to keep little.
+ */
+const MIRROR_KEEP_MS = 5_000;
+
+/** The shared log `shared`, with a copy of this process's own runs for readers here (MirroredEventLog). */
+function mirrored(shared: EventLog, limits: MemoryEventLogOptions): EventLog {
+  return new MirroredEventLog(shared, new MemoryEventLog({ ...limits, ttlMs: Math.min(limits.ttlMs, MIRROR_KEEP_MS) }));
 }
 
 /** How long a run's events may be kept at most (its deadline, then the resume window), and how many bytes. */

@@ -147,6 +147,10 @@ export async function serveResumable<E>(
       logged.end(clean);
       live?.push({ seq: ++seq, end: true, clean });
     },
+    abandon() {
+      logged.abandon();
+      leave();
+    },
   };
   const entries = live.reader(leave);
   res.once("close", leave);

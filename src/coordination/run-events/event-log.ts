@@ -32,6 +32,12 @@ export function isLast(entry: LogEntry): boolean {
 export interface RunEventWriter {
   append(event: RecordedEvent): void;
   end(clean: boolean): void;
+  /**
+   * This process stops recording the run without ending its record: another execution took the run
+   * over (a background run's next attempt) and records it from now on. What this process kept of it
+   * for its own readers is let go; the shared record is left to the new owner.
+   */
+  abandon(): void;
 }
 
 /** What a reader gets: the entries after the asked position, live until the last entry (included). */

@@ -82,7 +82,21 @@ export class MemoryEventLog implements EventLog {
         this.timers.delete(forget);
         this.forgetLater(runId, recording, this.options.ttlMs);
       },
+      // The next execution in this process opens the run again, which starts its record over.
+      abandon: () => undefined,
     };
+  }
+
+  /**
+   * Let the record of `runId` go now, before its time (it is kept elsewhere too): its readers stop
+   * without a last entry, and a read of it finds nothing.
+   */
+  forget(runId: string): void {
+    const recording = this.runs.get(runId);
+    if (!recording) return;
+    this.runs.delete(runId);
+    this.budget.release(recording.budget);
+    for (const wake of recording.wakers) wake();
   }
 
   private forgetLater(runId: string, recording: Recording, ms: number): NodeJS.Timeout {

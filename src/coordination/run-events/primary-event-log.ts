@@ -66,6 +66,8 @@ export class PrimaryEventLog implements EventLog {
         this.send({ ah: "events.append", runId, event });
       },
       end: (clean: boolean) => this.send({ ah: "events.end", runId, clean }),
+      // The primary's record is the new owner's; if this worker dies, the broker ends what it still holds.
+      abandon: () => undefined,
     };
   }
 

@@ -127,6 +127,8 @@ export class RedisEventLog implements EventLog {
         this.timers.delete(release);
         release = this.later(ttlMs, () => this.budget.release(budget));
       },
+      // The stream is the new owner's: its open started the record over.
+      abandon: () => undefined,
     };
   }
 

@@ -31,6 +31,7 @@ export class StreamLogs {
     return {
       append: (event: RecordedEvent) => write((w) => w.append(event)),
       end: (clean: boolean) => write((w) => w.end(clean)),
+      abandon: () => write((w) => w.abandon()),
     };
   }
 
