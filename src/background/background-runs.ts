@@ -102,10 +102,11 @@ export class BackgroundRuns implements BackgroundWork {
     const { records, queue, runs, fairShare } = this.deps;
     // Before anything is stored or stopped: a trusted caller's request counted, the user's day of tokens checked.
     if (fairShare?.on) await fairShare.accept({ user: this.deps.threads.userOf(caller), countsRequest: caller.principal.boundUserId === undefined });
-    const { conversation, stateless } = await runs.placed(caller, threadId, body);
+    const { conversation, stateless, created } = await runs.placed(caller, threadId, body);
     const { userId, threadId: thread } = conversation;
     const strategy = body.multitask_strategy ?? "reject";
-    const waiting = await queue.onThread(userId, thread);
+    // A thread this request has just made has no runs to refuse it or make room from.
+    const waiting = created ? [] : await queue.onThread(userId, thread);
     if (waiting.length > 0 && strategy === "reject" && (await this.unfinished(userId, thread, waiting))) {
       throw new ServiceError("conversation_busy", { detail: "The thread has a run pending or running; wait for it, or send multitask_strategy enqueue or interrupt." });
     }
@@ -309,9 +310,12 @@ export class BackgroundRuns implements BackgroundWork {
       }
     }
     if (writesEnd()) {
-      const final = await records.getRun(userId, threadId, runId).catch(() => null);
-      // No record: a rollback has deleted it (a failed read counts as an error).
-      const status = final === null ? "error" : final?.status;
+      // The status the run wrote as it ended; the record is read again only for a webhook (which
+      // sends it) or when that write failed. Read, no record is a rollback having deleted it (a
+      // failed read counts as an error); not read, a rolled-back run counts as it ended, interrupted.
+      const written = handle.outcome.status;
+      const final = request.webhook || written === undefined ? await records.getRun(userId, threadId, runId).catch(() => null) : undefined;
+      const status = written ?? (final === null ? "error" : final?.status);
       if (status && FINAL.has(status)) this.deps.metrics.backgroundRuns.inc({ status });
       log.info({ outcome: handle.run.ended ?? "unknown", status: status ?? "rolled back" }, "background run ended");
       if (request.webhook && final) {

@@ -92,10 +92,12 @@ export class DatabaseRunQueue implements RunQueueEngine {
 
   private async fill(): Promise<void> {
     while (!this.stopped && this.held.size < this.slots) {
-      let claimed: QueuedRun | undefined;
+      // As many as there is room for, in one claim: one that finds fewer has emptied what is claimable.
+      const room = this.slots - this.held.size;
+      let claimed: QueuedRun[];
       try {
         const now = Date.now();
-        claimed = await this.store.claim(this.owner, now, now + this.options.leaseMs);
+        claimed = await this.store.claim(this.owner, now, now + this.options.leaseMs, room);
       } catch (error) {
         // The database is away: the next pass tries again. One line per minute at most.
         if (Date.now() - this.lastClaimError > 60_000) {
@@ -104,8 +106,8 @@ export class DatabaseRunQueue implements RunQueueEngine {
         }
         return;
       }
-      if (!claimed) return;
-      this.launch(claimed);
+      for (const run of claimed) this.launch(run);
+      if (claimed.length < room) return;
     }
   }
 

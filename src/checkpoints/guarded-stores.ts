@@ -136,8 +136,8 @@ export class GuardedRunQueue implements RunQueueStore {
     return this.gate.run(({ runQueue }) => runQueue.add(run));
   }
 
-  claim(owner: string, now: number, leaseUntil: number): Promise<QueuedRun | undefined> {
-    return this.gate.run(({ runQueue }) => runQueue.claim(owner, now, leaseUntil));
+  claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<QueuedRun[]> {
+    return this.gate.run(({ runQueue }) => runQueue.claim(owner, now, leaseUntil, limit));
   }
 
   started(runId: string, owner: string, base: string): Promise<boolean> {

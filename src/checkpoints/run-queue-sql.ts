@@ -36,13 +36,17 @@ function queuedRun(row: Row): QueuedRun {
 }
 
 /**
- * The claimable run, earliest first: queued and due, or running with its lease run out, with no
- * earlier row of its thread left. `p(name)` spells a named parameter.
+ * The claimable runs, earliest first, at most `limit` (an SQL expression): queued and due, or
+ * running with their lease run out, with no earlier row of their thread left. `p(name)` spells a
+ * named parameter.
  */
-const claimable = (table: string, p: (name: string) => string) => `SELECT c.run_id FROM ${table} AS c
+const claimable = (table: string, p: (name: string) => string, limit: string) => `SELECT c.run_id FROM ${table} AS c
 WHERE ((c.state = 'queued' AND c.available_at <= ${p("now")}) OR (c.state = 'running' AND c.lease_until < ${p("now")}))
   AND NOT EXISTS (SELECT 1 FROM ${table} AS o WHERE o.user_id = c.user_id AND o.thread_id = c.thread_id AND o.seq < c.seq)
-ORDER BY c.seq LIMIT 1`;
+ORDER BY c.seq LIMIT ${limit}`;
+
+/** Claimed rows in the order their runs were accepted (RETURNING keeps no order). */
+const bySeq = (rows: Row[]): QueuedRun[] => rows.map(queuedRun).sort((a, b) => a.seq - b.seq);
 
 /** The queue in the SQLite file: every worker of the host shares it, each claim one write transaction. */
 export class SqliteRunQueue implements RunQueueStore {
@@ -68,7 +72,7 @@ VALUES (?, ?, ?, 'queued', ?, NULL, 0, 0, ?) ON CONFLICT (run_id) DO NOTHING`,
     );
     this.claimStmt = db.prepare(
       `UPDATE ${table} SET state = 'running', lease_owner = @owner, lease_until = @until, attempt = attempt + 1
-WHERE run_id = (${claimable(table, (name) => `@${name}`)}) RETURNING ${COLUMNS}`,
+WHERE run_id IN (${claimable(table, (name) => `@${name}`, "@limit")}) RETURNING ${COLUMNS}`,
     );
     this.startedStmt = db.prepare(`UPDATE ${table} SET base = coalesce(base, ?) WHERE run_id = ? AND lease_owner = ?`);
     this.renewStmt = db.prepare(`UPDATE ${table} SET lease_until = ? WHERE run_id = ? AND state = 'running' AND lease_owner = ?`);
@@ -80,20 +84,19 @@ WHERE run_id = (${claimable(table, (name) => `@${name}`)}) RETURNING ${COLUMNS}`
     this.removeQueuedStmt = db.prepare(`DELETE FROM ${table} WHERE run_id = ? AND (state = 'queued' OR base IS NULL)`);
     this.onThreadStmt = db.prepare(`SELECT ${COLUMNS} FROM ${table} WHERE user_id = ? AND thread_id = ? ORDER BY seq`);
     this.depthStmt = db.prepare(`SELECT state, count(*) AS n FROM ${table} GROUP BY state`);
-    this.anyClaimableStmt = db.prepare(claimable(table, (name) => `@${name}`)).pluck();
-    this.claimTx = db.transaction((params: { owner: string; until: number; now: number }) => this.claimStmt.get(params) as Row | undefined);
+    this.anyClaimableStmt = db.prepare(claimable(table, (name) => `@${name}`, "1")).pluck();
+    this.claimTx = db.transaction((params: { owner: string; until: number; now: number; limit: number }) => this.claimStmt.all(params) as Row[]);
   }
 
   async add(run: NewQueuedRun): Promise<void> {
     this.addStmt.run(run.runId, run.userId, run.threadId, run.availableAt, JSON.stringify(run.caller));
   }
 
-  async claim(owner: string, now: number, leaseUntil: number): Promise<QueuedRun | undefined> {
+  async claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<QueuedRun[]> {
     // Every worker looks every BACKGROUND_POLL_INTERVAL: a read first, so an empty queue never takes
     // the file's write lock from the requests that write.
-    if (this.anyClaimableStmt.get({ now }) === undefined) return undefined;
-    const row = this.claimTx.immediate({ owner, until: leaseUntil, now });
-    return row && queuedRun(row);
+    if (this.anyClaimableStmt.get({ now }) === undefined) return [];
+    return bySeq(this.claimTx.immediate({ owner, until: leaseUntil, now, limit }));
   }
 
   async started(runId: string, owner: string, base: string): Promise<boolean> {
@@ -185,15 +188,15 @@ VALUES ($1, $2, $3, 'queued', $4, NULL, 0, 0, $5::jsonb) ON CONFLICT (run_id) DO
     );
   }
 
-  async claim(owner: string, now: number, leaseUntil: number): Promise<QueuedRun | undefined> {
+  async claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<QueuedRun[]> {
     const names = ["owner", "until", "now"];
-    const candidate = claimable(this.table, (name) => `$${names.indexOf(name) + 1}::bigint`).replace("LIMIT 1", "LIMIT 1 FOR UPDATE SKIP LOCKED");
+    const candidate = `${claimable(this.table, (name) => `$${names.indexOf(name) + 1}::bigint`, "$4")} FOR UPDATE SKIP LOCKED`;
     const { rows } = await this.pool.query<Row>(
       `UPDATE ${this.table} SET state = 'running', lease_owner = $1, lease_until = $2, attempt = attempt + 1
-WHERE run_id = (${candidate}) RETURNING ${COLUMNS}`,
-      [owner, leaseUntil, now],
+WHERE run_id IN (${candidate}) RETURNING ${COLUMNS}`,
+      [owner, leaseUntil, now, limit],
     );
-    return rows[0] && queuedRun(rows[0]);
+    return bySeq(rows);
   }
 
   async started(runId: string, owner: string, base: string): Promise<boolean> {

@@ -43,10 +43,12 @@ export interface NewQueuedRun {
 export interface RunQueueStore {
   add(run: NewQueuedRun): Promise<void>;
   /**
-   * Claim the earliest claimable run for `owner` until `leaseUntil`: queued and due, or running with
-   * its lease run out; none of its thread's earlier runs left. Its attempt is counted.
+   * Claim the earliest claimable runs, at most `limit`, for `owner` until `leaseUntil`: queued and
+   * due, or running with their lease run out; none of their thread's earlier runs left (so at most
+   * one per thread). Their attempts are counted. In the order they were accepted; fewer than `limit`
+   * when no more are claimable now.
    */
-  claim(owner: string, now: number, leaseUntil: number): Promise<QueuedRun | undefined>;
+  claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<QueuedRun[]>;
   /**
    * The run has started under `owner`'s claim (it holds its thread and has written nothing yet): its
    * first start notes the thread's latest checkpoint (QueuedRun.base); false when `owner` no longer
@@ -80,21 +82,23 @@ export class MemoryRunQueue implements RunQueueStore {
     this.rows.set(run.runId, { ...run, seq: ++this.seq, state: "queued", leaseOwner: null, leaseUntil: 0, attempt: 0, caller: structuredClone(run.caller), base: null });
   }
 
-  async claim(owner: string, now: number, leaseUntil: number): Promise<QueuedRun | undefined> {
+  async claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<QueuedRun[]> {
     const ordered = [...this.rows.values()].sort((a, b) => a.seq - b.seq);
     const seen = new Set<string>();
+    const claimed: QueuedRun[] = [];
     for (const row of ordered) {
+      if (claimed.length >= limit) break;
       const thread = JSON.stringify([row.userId, row.threadId]);
       const first = !seen.has(thread);
       seen.add(thread);
       if (!first) continue;
       const due = row.state === "queued" ? row.availableAt <= now : row.leaseUntil < now;
       if (!due) continue;
-      const claimed: QueuedRun = { ...row, state: "running", leaseOwner: owner, leaseUntil, attempt: row.attempt + 1 };
-      this.rows.set(row.runId, claimed);
-      return { ...claimed, caller: structuredClone(claimed.caller) };
+      const taken: QueuedRun = { ...row, state: "running", leaseOwner: owner, leaseUntil, attempt: row.attempt + 1 };
+      this.rows.set(row.runId, taken);
+      claimed.push({ ...taken, caller: structuredClone(taken.caller) });
     }
-    return undefined;
+    return claimed;
   }
 
   async started(runId: string, owner: string, base: string): Promise<boolean> {

@@ -281,24 +281,29 @@ export class PlatformRuns {
   /**
    * Where a run of `body` goes: the caller's thread `threadId` (created first when asked to with
    * `if_not_exists: "create"`), or a new thread of its own (undefined: a stateless run), bound to
-   * the run's agent.
+   * the run's agent. `created`: this call made the thread, so it has no runs yet.
    */
-  async placed(caller: PlatformCaller, threadId: string | undefined, body: RunCreateRequest): Promise<{ readonly conversation: Conversation; readonly stateless: boolean }> {
+  async placed(
+    caller: PlatformCaller,
+    threadId: string | undefined,
+    body: RunCreateRequest,
+  ): Promise<{ readonly conversation: Conversation; readonly stateless: boolean; readonly created: boolean }> {
     const { threads, assistants } = this.deps;
     const agent = assistants.agentOf(body.assistant_id, caller.principal);
     const stateless = threadId === undefined;
-    let thread;
+    let placement;
     if (threadId === undefined) {
-      thread = await threads.createRecord(caller, { thread_id: randomUUID(), graph_id: agent.name, metadata: body.metadata ?? {} });
+      placement = await threads.createRecord(caller, { thread_id: randomUUID(), graph_id: agent.name, metadata: body.metadata ?? {} });
     } else if (body.if_not_exists === "create") {
-      thread =
-        (await threads.find(caller, threadId)) ??
-        (await threads.createRecord(caller, { thread_id: threadId, graph_id: agent.name, metadata: body.metadata ?? {}, if_exists: "do_nothing" }));
+      const found = await threads.find(caller, threadId);
+      placement = found
+        ? { thread: found, created: false }
+        : await threads.createRecord(caller, { thread_id: threadId, graph_id: agent.name, metadata: body.metadata ?? {}, if_exists: "do_nothing" });
     } else {
-      thread = await threads.record(caller, threadId);
+      placement = { thread: await threads.record(caller, threadId), created: false };
     }
-    thread = await threads.bind(thread, agent);
-    return { conversation: threads.conversationOf(caller, thread)!, stateless };
+    const thread = await threads.bind(placement.thread, agent);
+    return { conversation: threads.conversationOf(caller, thread)!, stateless, created: placement.created };
   }
 
   /**
@@ -413,7 +418,11 @@ export class PlatformRuns {
           const end = Date.now();
           // The record of how it ended must not turn a finished run into a failed one; written or
           // not, the run is over here, and its waiters in this process learn so at once.
-          await records.runEnded(userId, threadId, prepared.runId, status, threadStatus, end).catch(() => undefined);
+          const written = await records.runEnded(userId, threadId, prepared.runId, status, threadStatus, end).then(
+            () => true,
+            () => false,
+          );
+          if (written) outcome.status = status;
           watch.changed(prepared.runId, status);
         }
       }

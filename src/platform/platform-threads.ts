@@ -58,11 +58,11 @@ export class PlatformThreads {
   }
 
   async create(caller: PlatformCaller, body: ThreadCreateRequest): Promise<WireThread> {
-    return this.wire(caller, await this.createRecord(caller, body));
+    return this.wire(caller, (await this.createRecord(caller, body)).thread);
   }
 
-  /** Create the thread's record (or, with if_exists "do_nothing", find the existing one). */
-  async createRecord(caller: PlatformCaller, body: ThreadCreateRequest): Promise<PlatformThread> {
+  /** Create the thread's record (or, with if_exists "do_nothing", find the existing one); `created` says which. */
+  async createRecord(caller: PlatformCaller, body: ThreadCreateRequest): Promise<{ readonly thread: PlatformThread; readonly created: boolean }> {
     if (body.supersteps?.length) throw new ServiceError("not_supported", { detail: "Creating a thread with supersteps is not supported yet; run it, or update its state." });
     const userId = this.userOf(caller);
     const agent = body.graph_id ? this.deps.assistants.agentOf(body.graph_id, caller.principal) : undefined;
@@ -77,8 +77,8 @@ export class PlatformThreads {
       createdAt: Date.now(),
       ttlMs: body.ttl ?? null,
     });
-    if (created) return created;
-    if (body.if_exists === "do_nothing") return this.record(caller, threadId);
+    if (created) return { thread: created, created: true };
+    if (body.if_exists === "do_nothing") return { thread: await this.record(caller, threadId), created: false };
     throw new ServiceError("thread_exists", { detail: `A thread "${threadId}" already exists.` });
   }
 

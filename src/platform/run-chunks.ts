@@ -2,6 +2,7 @@ import { AIMessageChunk, isBaseMessage, type BaseMessage } from "@langchain/core
 import type { StreamEvent } from "@langchain/core/tracers/log_stream";
 import type { StreamMode as GraphStreamMode } from "@langchain/langgraph";
 import { startTogether } from "../admission/start-together.ts";
+import type { RunStatus } from "../checkpoints/platform-records.ts";
 import type { StreamMode } from "../contract/platform.ts";
 import type { RunExecutor } from "../conversations/turns.ts";
 import { messagesOfUpdate } from "../runs/execute.ts";
@@ -23,6 +24,11 @@ export interface RunOutcome {
   values: Record<string, unknown> | undefined;
   /** Interrupts the run ended on, as wire JSON. */
   interrupts: unknown[];
+  /**
+   * The final status this execution wrote to the run's record; unset until then, and when that
+   * write failed or the run's end was not this execution's to write (handed back, taken over).
+   */
+  status?: RunStatus;
 }
 
 /** The graph's own stream modes behind each of the SDK's. */

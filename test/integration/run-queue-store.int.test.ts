@@ -66,10 +66,27 @@ for (const [name, make] of [["filedb", sqlite], ["serverdb", postgres], ["memory
     };
     const add = (store: RunQueueStore, runId: string, threadId = runId) => store.add({ runId, userId: "alice", threadId, availableAt: 0, caller: {} });
 
+    test("one claim takes as many claimable runs as asked, earliest first, one per thread, and counts each attempt", async () => {
+      const store = await open();
+      for (const [runId, threadId] of [["a1", "a"], ["b1", "b"], ["a2", "a"], ["c1", "c"], ["d1", "d"]] as const) await add(store, runId, threadId);
+      await store.add({ runId: "later", userId: "alice", threadId: "e", availableAt: Date.now() + 60_000, caller: {} });
+      const first = await store.claim("w1", Date.now(), Date.now() + LEASE_MS, 3);
+      assert.deepEqual(
+        first.map((run) => [run.runId, run.attempt, run.leaseOwner]),
+        [["a1", 1, "w1"], ["b1", 1, "w1"], ["c1", 1, "w1"]],
+        "a2 waits behind a1 on its thread",
+      );
+      const rest = await store.claim("w2", Date.now(), Date.now() + LEASE_MS, 3);
+      assert.deepEqual(rest.map((run) => run.runId), ["d1"], "fewer than asked: the rest is not claimable now (a2 behind a1, one not due)");
+      assert.equal(await store.remove("a1", "w1"), true);
+      assert.deepEqual((await store.claim("w2", Date.now(), Date.now() + LEASE_MS, 3)).map((run) => run.runId), ["a2"], "a1 gone: a2 is next");
+      assert.deepEqual(await store.claim("w2", Date.now(), Date.now() + LEASE_MS, 3), []);
+    });
+
     test("a run claimed for an attempt that has not started is taken out of the queue; its attempt then cannot start it", async () => {
       const store = await open();
       await add(store, "waiting");
-      const claimed = await store.claim("w1", Date.now(), Date.now() + LEASE_MS);
+      const [claimed] = await store.claim("w1", Date.now(), Date.now() + LEASE_MS, 1);
       assert.equal(claimed?.runId, "waiting");
       assert.equal(await store.removeQueued("waiting"), true);
       assert.deepEqual(await store.onThread("alice", "waiting"), []);
@@ -80,14 +97,14 @@ for (const [name, make] of [["filedb", sqlite], ["serverdb", postgres], ["memory
       const store = await open();
       await add(store, "running", "t");
       await add(store, "queued", "t");
-      assert.equal((await store.claim("w1", Date.now(), Date.now() + LEASE_MS))?.runId, "running");
+      assert.equal((await store.claim("w1", Date.now(), Date.now() + LEASE_MS, 1))[0]?.runId, "running");
       assert.equal(await store.started("running", "w1", "head-1"), true);
       assert.equal(await store.removeQueued("running"), false);
       assert.equal(await store.removeQueued("queued"), true);
 
       // Handed back, then claimed again: the first start's base stays, and it still cannot be taken out.
       await store.release("running", "w1", 0, true);
-      const again = await store.claim("w2", Date.now(), Date.now() + LEASE_MS);
+      const [again] = await store.claim("w2", Date.now(), Date.now() + LEASE_MS, 1);
       assert.equal(again?.base, "head-1");
       assert.equal(await store.removeQueued("running"), false);
       assert.equal(await store.started("running", "w2", "head-2"), true);
