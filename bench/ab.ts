@@ -11,11 +11,11 @@
  *
  *   npm run bench:ab -- --a=/path/to/checkout-before --b=. [--route=invoke] [--backend=memory] [--slices=20]
  *
- * `--backend=filedb` gives each its own SQLite file in a temporary folder.
+ * `--backend=filedb` gives each its own SQLite file in a temporary folder, `--backend=serverdb` its own
+ * PostgreSQL schema (bench/backends.ts).
  */
-import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
+import { openBackend } from "./backends.ts";
 import { load, median, pinLoadGenerator, startService, type Server } from "./load-service.ts";
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
@@ -29,13 +29,12 @@ const WARMUP_MS = 3_000;
 const SLICE_MS = 1_000;
 
 pinLoadGenerator();
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agenthost-ab-"));
-const envFor = (i: number): Record<string, string> =>
-  backend === "filedb" ? { MEMORY_BACKEND: "filedb", FILEDB_DB_PATH: path.join(dir, `${i}.sqlite`) } : { MEMORY_BACKEND: backend };
+// Each build its own place: a SQLite file, or a PostgreSQL schema (their run queues must not meet).
+const places = await Promise.all(roots.map(() => openBackend(backend)));
 
 const servers: Server[] = [];
 try {
-  for (const [i, root] of roots.entries()) servers.push(await startService(root, envFor(i)));
+  for (const [i, root] of roots.entries()) servers.push(await startService(root, places[i]!.env));
   for (const server of servers) await load(server, route, CONCURRENCY, WARMUP_MS, 0);
   const perBuild: number[][] = servers.map(() => []);
   const ratios: number[] = [];
@@ -53,5 +52,5 @@ try {
   console.log(`B/A: ${(mean(perBuild[1]!) / mean(perBuild[0]!)).toFixed(3)} of the means, ${median(ratios).toFixed(3)} median of the rounds`);
 } finally {
   for (const server of servers) await server.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
+  for (const place of places) await place.cleanup();
 }

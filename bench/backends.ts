@@ -18,9 +18,12 @@ export interface Backend {
   cleanup(): Promise<void>;
 }
 
+/** Places opened by this process so far: two opened in the same millisecond differ. */
+let opened = 0;
+
 export async function openBackend(kind: string): Promise<Backend> {
   if (kind === "memory") return { env: { MEMORY_BACKEND: "memory" }, floorTarget: "", cleanup: async () => {} };
-  const id = `${process.pid}_${Date.now()}`;
+  const id = `${process.pid}_${Date.now()}_${++opened}`;
   if (kind === "filedb") {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agenthost-bench-"));
     return {
