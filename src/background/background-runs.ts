@@ -241,10 +241,11 @@ export class BackgroundRuns implements BackgroundWork {
     const { records, runs, streamLogs, config } = this.deps;
     const { userId, threadId, runId } = entry;
     const queued = entry.caller as unknown as QueuedCaller;
-    const record = await records.getRun(userId, threadId, runId);
+    const found = await records.getRunWithThread(userId, threadId, runId);
     // Claimed between its queueing and its record: look again shortly. Long without one: its
     // accepting worker died in between, and nobody was told of it.
-    if (!record) return Date.now() - (queued.acceptedAt ?? 0) < UNRECORDED_GRACE_MS ? "busy" : "done";
+    if (!found) return Date.now() - (queued.acceptedAt ?? 0) < UNRECORDED_GRACE_MS ? "busy" : "done";
+    const record = found.run;
     if (FINAL.has(record.status)) return "done";
     const caller: PlatformCaller = { principal: queued.principal, namedUser: queued.namedUser ?? undefined };
     const ended = async (status: RunStatus, error?: WebhookError) => {
@@ -273,7 +274,7 @@ export class BackgroundRuns implements BackgroundWork {
     try {
       const body = await this.continued(caller, entry, request);
       const background = { runId, attempt: entry.attempt, createdAt: record.createdAt, createdBy: queued.createdBy, writesEnd, started };
-      handle = await runs.create(caller, threadId, { ...body, multitask_strategy: undefined }, execution.control, log, { background });
+      handle = await runs.create(caller, threadId, { ...body, multitask_strategy: undefined }, execution.control, log, { background, thread: found.thread });
       events = await handle.events();
     } catch (error) {
       // A run of the other API holds the conversation, or its user has as many runs as their fair

@@ -1,7 +1,7 @@
 import type { DatabaseGate } from "./guarded-saver.ts";
 import type { ClaimOutcome, IdempotencyStore, StoredAnswer } from "./idempotency-store.ts";
 import type { LeaseStore } from "./leases.ts";
-import type { PlatformRecords, PlatformRun, PlatformThread, RunBase, RunStatus, ThreadChanges, ThreadFilters, ThreadSearch, ThreadStatus } from "./platform-records.ts";
+import type { PlatformRecords, PlatformRun, PlatformThread, RunBase, RunStatus, RunWithThread, ThreadChanges, ThreadFilters, ThreadSearch, ThreadStatus } from "./platform-records.ts";
 import type { NewQueuedRun, QueuedRun, RunQueueStore } from "./run-queue.ts";
 import type { ListedConversation, ThreadIndex, ThreadOwner, ThreadPage, ThreadPosition, ThreadSummary } from "./thread-index.ts";
 
@@ -117,6 +117,10 @@ export class GuardedPlatformRecords implements PlatformRecords {
 
   getRun(userId: string, threadId: string, runId: string): Promise<PlatformRun | undefined> {
     return this.gate.run(({ platform }) => platform.getRun(userId, threadId, runId));
+  }
+
+  getRunWithThread(userId: string, threadId: string, runId: string): Promise<RunWithThread | undefined> {
+    return this.gate.run(({ platform }) => platform.getRunWithThread(userId, threadId, runId));
   }
 
   listRuns(userId: string, threadId: string, page: { readonly offset: number; readonly limit: number; readonly status?: RunStatus }): Promise<PlatformRun[]> {

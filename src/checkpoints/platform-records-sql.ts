@@ -13,6 +13,7 @@ import {
   type PlatformThread,
   type RunBase,
   type RunStatus,
+  type RunWithThread,
   type ThreadChanges,
   type ThreadFilters,
   type ThreadSearch,
@@ -91,6 +92,28 @@ function threadOf(row: ThreadRow): PlatformThread {
     updatedAt: Number(row.updated_at),
     ttlMs: row.ttl_ms === null ? null : Number(row.ttl_ms),
   };
+}
+
+/** The columns of a run's record and its thread's read together: the run's as they are, the thread's named `t_<column>`. */
+const RUN_WITH_THREAD_COLUMNS = [
+  ...RUN_COLUMNS.split(", ").map((column) => `r.${column}`),
+  ...THREAD_COLUMNS.split(", ").map((column) => `t.${column} AS t_${column}`),
+].join(", ");
+
+type RunWithThreadRow = RunRow & { [Column in keyof ThreadRow as `t_${Column}`]: ThreadRow[Column] };
+
+function runWithThreadOf(row: RunWithThreadRow): RunWithThread {
+  const thread: ThreadRow = {
+    user_id: row.t_user_id,
+    thread_id: row.t_thread_id,
+    agent_id: row.t_agent_id,
+    metadata: row.t_metadata,
+    status: row.t_status,
+    created_at: row.t_created_at,
+    updated_at: row.t_updated_at,
+    ttl_ms: row.t_ttl_ms,
+  };
+  return { run: runOf(row), thread: threadOf(thread) };
 }
 
 function runOf(row: RunRow): PlatformRun {
@@ -223,6 +246,7 @@ export class SqlitePlatformRecords implements PlatformRecords {
   private readonly putRunStmt;
   private readonly setRunStatusStmt;
   private readonly getRunStmt;
+  private readonly getRunWithThreadStmt;
   private readonly listRunsStmt;
   private readonly deleteRunStmt;
   private readonly deleteFinishedStmt;
@@ -262,6 +286,10 @@ ORDER BY ${orderBy({ sortBy, sortOrder })} LIMIT @limit OFFSET @offset`;
       `UPDATE ${runs} SET status = ?, updated_at = ?, base = COALESCE(base, ?) WHERE user_id = ? AND thread_id = ? AND run_id = ? RETURNING ${RUN_COLUMNS}`,
     );
     this.getRunStmt = db.prepare(`SELECT ${RUN_COLUMNS} FROM ${runs} WHERE user_id = ? AND thread_id = ? AND run_id = ?`);
+    this.getRunWithThreadStmt = db.prepare(
+      `SELECT ${RUN_WITH_THREAD_COLUMNS} FROM ${runs} AS r JOIN ${threads} AS t ON t.user_id = r.user_id AND t.thread_id = r.thread_id
+WHERE r.user_id = ? AND r.thread_id = ? AND r.run_id = ?`,
+    );
     this.listRunsStmt = db.prepare(
       `SELECT ${RUN_COLUMNS} FROM ${runs} WHERE user_id = @user AND thread_id = @thread AND (@status IS NULL OR status = @status)
 ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
@@ -350,6 +378,11 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
   async getRun(userId: string, threadId: string, runId: string): Promise<PlatformRun | undefined> {
     const row = this.getRunStmt.get(userId, threadId, runId) as RunRow | undefined;
     return row && runOf(row);
+  }
+
+  async getRunWithThread(userId: string, threadId: string, runId: string): Promise<RunWithThread | undefined> {
+    const row = this.getRunWithThreadStmt.get(userId, threadId, runId) as RunWithThreadRow | undefined;
+    return row && runWithThreadOf(row);
   }
 
   async deleteFinishedRuns(cutoff: number, limit: number): Promise<number> {
@@ -539,6 +572,15 @@ UPDATE ${this.threads} SET status = $6, updated_at = $5 WHERE user_id = $1 AND t
       runId,
     ]);
     return rows[0] && runOf(rows[0]);
+  }
+
+  async getRunWithThread(userId: string, threadId: string, runId: string): Promise<RunWithThread | undefined> {
+    const { rows } = await this.pool.query<RunWithThreadRow>(
+      `SELECT ${RUN_WITH_THREAD_COLUMNS} FROM ${this.runs} AS r JOIN ${this.threads} AS t ON t.user_id = r.user_id AND t.thread_id = r.thread_id
+WHERE r.user_id = $1 AND r.thread_id = $2 AND r.run_id = $3`,
+      [userId, threadId, runId],
+    );
+    return rows[0] && runWithThreadOf(rows[0]);
   }
 
   async listRuns(userId: string, threadId: string, page: { readonly offset: number; readonly limit: number; readonly status?: RunStatus }): Promise<PlatformRun[]> {

@@ -83,6 +83,12 @@ export interface PlatformRun {
   readonly base?: RunBase | null;
 }
 
+/** A run's record and its thread's, read together. */
+export interface RunWithThread {
+  readonly run: PlatformRun;
+  readonly thread: PlatformThread;
+}
+
 export interface PlatformRecords {
   /** Create a thread; undefined when the user already has one with this id (nothing is changed). */
   createThread(thread: Omit<PlatformThread, "updatedAt">): Promise<PlatformThread | undefined>;
@@ -118,6 +124,8 @@ export interface PlatformRecords {
   /** A run ends, in one transaction: its status and time, and its thread's status after it. */
   runEnded(userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): Promise<void>;
   getRun(userId: string, threadId: string, runId: string): Promise<PlatformRun | undefined>;
+  /** A run's record and its thread's, in one read; undefined when the user has no such run on that thread. */
+  getRunWithThread(userId: string, threadId: string, runId: string): Promise<RunWithThread | undefined>;
   /** The thread's runs, newest first; `status` filters. */
   listRuns(userId: string, threadId: string, page: { readonly offset: number; readonly limit: number; readonly status?: RunStatus }): Promise<PlatformRun[]>;
   /** Delete one run's record; false when there was none. */
@@ -318,6 +326,12 @@ export class MemoryPlatformRecords implements PlatformRecords {
   async getRun(userId: string, threadId: string, runId: string): Promise<PlatformRun | undefined> {
     const run = this.runs.get(keyOf(userId, threadId))?.get(runId);
     return run && runCopy(run);
+  }
+
+  async getRunWithThread(userId: string, threadId: string, runId: string): Promise<RunWithThread | undefined> {
+    const run = this.runs.get(keyOf(userId, threadId))?.get(runId);
+    const thread = this.threads.get(keyOf(userId, threadId));
+    return run && thread && { run: runCopy(run), thread: threadCopy(thread) };
   }
 
   async listRuns(userId: string, threadId: string, page: { readonly offset: number; readonly limit: number; readonly status?: RunStatus }): Promise<PlatformRun[]> {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Command } from "@langchain/langgraph";
 import type { FairShare, RunTicket } from "../admission/fair-share.ts";
-import type { PlatformRecords, PlatformRun, RunBase, RunStatus, ThreadStatus } from "../checkpoints/platform-records.ts";
+import type { PlatformRecords, PlatformRun, PlatformThread, RunBase, RunStatus, ThreadStatus } from "../checkpoints/platform-records.ts";
 import type { Config } from "../config/schema.ts";
 import { FORBIDDEN_AGENT_CONFIG_KEYS } from "../contract/requests.ts";
 import type { RunCreateRequest, StreamMode } from "../contract/platform.ts";
@@ -47,6 +47,8 @@ export interface RunMaking {
    * into wire events along the way, and its end state is turned into wire JSON once.
    */
   readonly answerOnly?: boolean;
+  /** The run's thread as its maker has just read it (a background run's, with its record): not read again. */
+  readonly thread?: PlatformThread | undefined;
 }
 
 /**
@@ -226,12 +228,12 @@ export class PlatformRuns {
     body: RunCreateRequest,
     control: AbortController,
     logger: Logger,
-    { background, answerOnly }: RunMaking,
+    { background, answerOnly, thread }: RunMaking,
     ticket: RunTicket | undefined,
   ): Promise<PlatformRunHandle> {
     const { config } = this.deps;
     // The strategy for runs already on the thread (interrupt, rollback) was applied before this.
-    const { conversation, stateless } = await this.placed(caller, threadId, body);
+    const { conversation, stateless } = await this.placed(caller, threadId, body, thread);
 
     const envelope = runEnvelope(
       config,
@@ -281,18 +283,22 @@ export class PlatformRuns {
   /**
    * Where a run of `body` goes: the caller's thread `threadId` (created first when asked to with
    * `if_not_exists: "create"`), or a new thread of its own (undefined: a stateless run), bound to
-   * the run's agent. `created`: this call made the thread, so it has no runs yet.
+   * the run's agent. `created`: this call made the thread, so it has no runs yet. `known`: the
+   * thread's record as the caller has just read it.
    */
   async placed(
     caller: PlatformCaller,
     threadId: string | undefined,
     body: RunCreateRequest,
+    known?: PlatformThread,
   ): Promise<{ readonly conversation: Conversation; readonly stateless: boolean; readonly created: boolean }> {
     const { threads, assistants } = this.deps;
     const agent = assistants.agentOf(body.assistant_id, caller.principal);
     const stateless = threadId === undefined;
     let placement;
-    if (threadId === undefined) {
+    if (known) {
+      placement = { thread: known, created: false };
+    } else if (threadId === undefined) {
       placement = await threads.createRecord(caller, { thread_id: randomUUID(), graph_id: agent.name, metadata: body.metadata ?? {} });
     } else if (body.if_not_exists === "create") {
       const found = await threads.find(caller, threadId);

@@ -208,14 +208,18 @@ export class PlatformThreads {
 
   /** The thread's state now, or at `checkpointId`. A thread no run has bound has empty values. */
   async state(caller: PlatformCaller, threadId: string, checkpointId?: string, subgraphs = false): Promise<WireThreadState> {
-    const thread = await this.record(caller, threadId);
+    return this.stateOf(caller, await this.record(caller, threadId), checkpointId, subgraphs);
+  }
+
+  /** The state of a thread whose record the caller has read already (see state). */
+  async stateOf(caller: PlatformCaller, thread: PlatformThread, checkpointId?: string, subgraphs = false): Promise<WireThreadState> {
     const conversation = this.conversationOf(caller, thread);
     if (!conversation) return emptyState();
     const snapshot = await conversation.agent.graph.getState(
       { configurable: { thread_id: conversation.storageKey, ...(checkpointId ? { checkpoint_id: checkpointId } : {}) } },
       { subgraphs },
     );
-    return wireState(snapshot, threadId, conversation.storageKey);
+    return wireState(snapshot, thread.threadId, conversation.storageKey);
   }
 
   /** The id of the thread's latest checkpoint; undefined when it has none (or no run has bound it). */

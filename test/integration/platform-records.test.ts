@@ -154,6 +154,7 @@ for (const [name, make] of [["memory", memory], ["filedb", sqlite], ["serverdb",
       assert.deepEqual(await store.searchThreads(BOB, page({ ids: ["mine"], metadata: { k: "v" } })), []);
       assert.equal(await store.countThreads(BOB, {}), 0);
       assert.equal(await store.getRun(BOB, "mine", "r1"), undefined);
+      assert.equal(await store.getRunWithThread(BOB, "mine", "r1"), undefined);
       assert.deepEqual(await store.listRuns(BOB, "mine", { offset: 0, limit: 10 }), []);
       assert.equal(await store.setRunStatus(BOB, "mine", "r1", "error", 9_000), undefined);
       assert.equal(await store.deleteRun(BOB, "mine", "r1"), false);
@@ -330,6 +331,14 @@ for (const [name, make] of [["memory", memory], ["filedb", sqlite], ["serverdb",
       await store.putRun(r1);
       assert.deepEqual(await store.getRun(ALICE, "t", "r1"), r1, "a second put replaces the record");
       assert.equal(await store.getRun(ALICE, "other", "r1"), undefined, "a run belongs to its thread");
+      await store.updateThread(ALICE, "t", { metadata: { team: "a" }, agentId: "chatbot-agent", status: "busy", ttlMs: 60_000, now: 150 });
+      assert.deepEqual(
+        await store.getRunWithThread(ALICE, "t", "r1"),
+        { run: r1, thread: await store.getThread(ALICE, "t") },
+        "the run and its thread, read together, are what each reads alone",
+      );
+      assert.equal(await store.getRunWithThread(ALICE, "other", "r1"), undefined);
+      assert.equal(await store.getRunWithThread(ALICE, "t", "nope"), undefined);
 
       assert.deepEqual(runIdsOf(await store.listRuns(ALICE, "t", { offset: 0, limit: 10 })), ["r3", "r4", "r2", "r1"]);
       assert.deepEqual(runIdsOf(await store.listRuns(ALICE, "t", { offset: 1, limit: 2 })), ["r4", "r2"]);

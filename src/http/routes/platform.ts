@@ -158,17 +158,18 @@ export function platformHandlers(services: RouteServices): Pick<
 
   const runOf = async (asked: Asked, threadId: string, runId: string) => {
     const caller = callerOf(asked);
-    const thread = await threads.record(caller, threadId);
-    const run = await records.getRun(thread.userId, threadId, runId);
-    if (!run) throw new ServiceError("run_not_found", { detail: `No run "${runId}" on thread "${threadId}".` });
-    return { caller, thread, run };
+    // The run and its thread in one read; without a run, the thread read on its own says which is missing.
+    const found = await records.getRunWithThread(threads.userOf(caller), threadId, runId);
+    if (found) return { caller, ...found };
+    await threads.record(caller, threadId);
+    throw new ServiceError("run_not_found", { detail: `No run "${runId}" on thread "${threadId}".` });
   };
 
   /** Wait for the run to end, then answer the thread's values. */
   const joined = async (asked: Asked, threadId: string, runId: string) => {
     const { caller, thread, run } = await runOf(asked, threadId, runId);
     await runs.settled(thread.userId, threadId, runId, asked.run.signal, run.status);
-    const state = await threads.state(caller, threadId);
+    const state = await threads.stateOf(caller, thread);
     const interrupts = state.interrupts;
     const values = (state.values ?? {}) as Record<string, unknown>;
     return interrupts.length ? { ...values, __interrupt__: interrupts } : values;
