@@ -115,6 +115,17 @@ test("a reader that stops here does not go on to the shared log", async () => {
   assert.equal(shared.reads, 0);
 });
 
+test("an event is serialized once to be measured for both records, however large the state it carries", async () => {
+  const { shared, here, log } = logs();
+  let serialized = 0;
+  const state = { messages: Array.from({ length: 1_000 }, (_, i) => ({ type: "human", content: `message ${i}` })) };
+  const event = { event: "values", data: state, toJSON: () => (serialized++, { event: "values", data: state }) };
+  const writer = log.open("run-1", KEY, "ann");
+  writer.append(event);
+  assert.equal(serialized, 1);
+  assert.ok(here.bytes > JSON.stringify(state).length && here.bytes === shared.bytes, "both records count the same bytes");
+});
+
 test("a run the shared log cannot record is not kept here either", async () => {
   const here = new MemoryEventLog(BOUNDS);
   const broken: EventLog = {

@@ -30,7 +30,11 @@ export function isLast(entry: LogEntry): boolean {
 
 /** Records one run's events. Appends are ordered; `end` is called once, last. */
 export interface RunEventWriter {
-  append(event: RecordedEvent): void;
+  /**
+   * `length`: the event's JSON length, when the caller has measured it already (a record's size is
+   * counted from it, so a large state is not serialized once more only to be measured).
+   */
+  append(event: RecordedEvent, length?: number): void;
   end(clean: boolean): void;
   /**
    * This process stops recording the run without ending its record: another execution took the run

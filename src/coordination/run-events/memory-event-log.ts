@@ -65,11 +65,11 @@ export class MemoryEventLog implements EventLog {
       for (const wake of wakers) wake();
     };
     return {
-      append: (event: RecordedEvent) => {
+      append: (event: RecordedEvent, length?: number) => {
         if (recording.ended) return;
         const seq = ++recording.made;
         // Sized before it is kept: a dropped record keeps nothing, however large the event.
-        if (!budget.gone) push({ seq, event }, JSON.stringify(event).length);
+        if (!budget.gone) push({ seq, event }, length ?? JSON.stringify(event).length);
       },
       end: (clean: boolean) => {
         if (recording.ended) return;

@@ -21,9 +21,11 @@ export class MirroredEventLog implements EventLog {
     const shared = this.shared.open(runId, key, user);
     const here = this.local.open(runId, key, user);
     return {
-      append: (event: RecordedEvent) => {
-        here.append(event);
-        shared.append(event);
+      append: (event: RecordedEvent, length?: number) => {
+        // Measured once for both records (a values event carries the whole state).
+        const measured = length ?? JSON.stringify(event).length;
+        here.append(event, measured);
+        shared.append(event, measured);
       },
       end: (clean: boolean) => {
         here.end(clean);

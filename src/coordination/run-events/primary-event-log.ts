@@ -59,10 +59,10 @@ export class PrimaryEventLog implements EventLog {
     this.send({ ah: "events.open", runId, key, user });
     let bytes = 0;
     return {
-      append: (event: RecordedEvent) => {
+      append: (event: RecordedEvent, length?: number) => {
         // The event that passes the bound still goes: the primary drops the record when it counts it.
         if (bytes > this.maxRunBytes) return;
-        bytes += entryBytes(JSON.stringify(event).length);
+        bytes += entryBytes(length ?? JSON.stringify(event).length);
         this.send({ ah: "events.append", runId, event });
       },
       end: (clean: boolean) => this.send({ ah: "events.end", runId, clean }),

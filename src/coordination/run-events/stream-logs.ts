@@ -29,7 +29,7 @@ export class StreamLogs {
       }
     };
     return {
-      append: (event: RecordedEvent) => write((w) => w.append(event)),
+      append: (event: RecordedEvent, length?: number) => write((w) => w.append(event, length)),
       end: (clean: boolean) => write((w) => w.end(clean)),
       abandon: () => write((w) => w.abandon()),
     };
