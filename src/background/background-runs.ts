@@ -320,7 +320,7 @@ export class BackgroundRuns implements BackgroundWork {
       if (status && FINAL.has(status)) this.deps.metrics.backgroundRuns.inc({ status });
       log.info({ outcome: handle.run.ended ?? "unknown", status: status ?? "rolled back" }, "background run ended");
       if (request.webhook && final) {
-        const values = (await this.deps.threads.state(caller, threadId).catch(() => undefined))?.values;
+        const values = (await this.deps.threads.stateOf(caller, found.thread).catch(() => undefined))?.values;
         const error = status === "error" || status === "timeout" ? failure : undefined;
         this.notify(final, { values, error, startedAt, endedAt: Date.now() });
       }

@@ -93,8 +93,12 @@ export class MemoryEventLog implements EventLog {
    */
   forget(runId: string): void {
     const recording = this.runs.get(runId);
-    if (!recording) return;
-    this.runs.delete(runId);
+    if (recording) this.letGo(runId, recording);
+  }
+
+  /** The record is no longer kept: unlisted (unless a newer one of its run has replaced it), its bytes freed, its readers woken to stop. */
+  private letGo(runId: string, recording: Recording): void {
+    if (this.runs.get(runId) === recording) this.runs.delete(runId);
     this.budget.release(recording.budget);
     for (const wake of recording.wakers) wake();
   }
@@ -102,9 +106,7 @@ export class MemoryEventLog implements EventLog {
   private forgetLater(runId: string, recording: Recording, ms: number): NodeJS.Timeout {
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      if (this.runs.get(runId) === recording) this.runs.delete(runId);
-      this.budget.release(recording.budget);
-      for (const wake of recording.wakers) wake();
+      this.letGo(runId, recording);
     }, ms);
     timer.unref();
     this.timers.add(timer);
