@@ -267,7 +267,14 @@ export class BackgroundRuns implements BackgroundWork {
     // it throws there reaches this catch classified as the run's failure.
     let takenOver = false;
     const started = async (base: string) => {
-      if (await execution.started(base)) return;
+      // A run claimed again after its worker stopped or lost its lease: that worker may have ended it
+      // since the record was read above (it came back in time), and the thread's lock is this
+      // attempt's only once that worker let go of it. Read again here, on retries only.
+      const endedMeanwhile = async () => {
+        const now = await records.getRun(userId, threadId, runId);
+        return now === undefined || FINAL.has(now.status);
+      };
+      if (!(entry.attempt > 1 && (await endedMeanwhile())) && (await execution.started(base))) return;
       takenOver = true;
       throw new RunTakenOver();
     };

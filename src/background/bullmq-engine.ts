@@ -42,6 +42,12 @@ interface Held {
   handingBack: boolean;
   /** This attempt started the run (its claim set to executing). */
   started: boolean;
+  /**
+   * Its job's lock could not be renewed: this worker was away past BACKGROUND_RUN_LEASE (frozen,
+   * starved of CPU, cut off from Redis), BullMQ has given the job to another worker, and the run is
+   * that attempt's now.
+   */
+  lost: boolean;
 }
 
 /** How long closing waits for BullMQ (its worker's hand-backs, its connections) before letting go. */
@@ -193,7 +199,22 @@ export class BullmqRunQueue implements RunQueueEngine {
       // that a stalled run always comes back to be ended with its status.
       maxStalledCount: Number.MAX_SAFE_INTEGER,
     });
-    this.worker.on("error", this.report);
+    this.worker.on("error", (error) => {
+      // A lock that could not be renewed is reported as lost (below), once per run.
+      if (!error.message.startsWith("could not renew lock for job")) this.report(error);
+    });
+    this.worker.on("lockRenewalFailed", (jobIds) => {
+      for (const runId of jobIds) this.lost(runId);
+    });
+  }
+
+  /** The run's job is no longer this worker's: stop it here, and leave its end to the attempt that has it now. */
+  private lost(runId: string): void {
+    const held = this.held.get(runId);
+    if (!held || held.lost) return;
+    held.lost = true;
+    this.options.logger.warn({ run_id: runId }, "background run lost its lease: another worker takes it over");
+    held.control.abort(new RunAborted("lock_lost"));
   }
 
   wake(): void {
@@ -209,7 +230,7 @@ export class BullmqRunQueue implements RunQueueEngine {
       return;
     }
     if (turn === "wait") await this.later(job, token, data, Date.now() + this.options.pollMs);
-    const held: Held = { control: new AbortController(), handingBack: false, started: false };
+    const held: Held = { control: new AbortController(), handingBack: false, started: false, lost: false };
     this.held.set(data.runId, held);
     try {
       const run: ClaimedRun = {
@@ -222,10 +243,10 @@ export class BullmqRunQueue implements RunQueueEngine {
       };
       const execution: Execution = {
         control: held.control,
-        writesEnd: () => !held.handingBack,
+        writesEnd: () => !held.handingBack && !held.lost,
         handingBack: () => held.handingBack,
         started: async (base) => {
-          if ((await this.startScript(this.claimKey(data.runId), CLAIM_TTL_MS)) !== 1) return false;
+          if (held.lost || (await this.startScript(this.claimKey(data.runId), CLAIM_TTL_MS)) !== 1) return false;
           held.started = true;
           if (data.base === null) {
             data.base = base;
@@ -235,6 +256,9 @@ export class BullmqRunQueue implements RunQueueEngine {
         },
       };
       const outcome = await execute(run, execution);
+      // The job is another worker's: nothing of it is this one's to move or end (BullMQ lets a job
+      // go untouched on WaitingError, as for one its processor moved itself).
+      if (held.lost) throw new WaitingError();
       if (held.handingBack) {
         data.uncounted++;
         await job.updateData(data);

@@ -122,6 +122,7 @@ export class DatabaseRunQueue implements RunQueueEngine {
         (still) => {
           if (still || held.lost) return;
           held.lost = true;
+          this.options.logger.warn({ run_id: run.runId }, "background run lost its lease: another worker takes it over");
           held.control.abort(new RunAborted("lock_lost"));
         },
         () => undefined,

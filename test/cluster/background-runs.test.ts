@@ -109,6 +109,38 @@ for (const topology of TOPOLOGIES) {
       assert.notEqual(ends[0]!.pid, started.pid, "on another worker");
     });
 
+    test("a worker frozen past its lease (SIGSTOP) loses its run: thawed, it stops it and leaves its end to a later attempt", async () => {
+      const thread = await client.threads.create();
+      const run = await client.runs.create(thread.thread_id, STEPS, {
+        input: { messages: [{ role: "user", content: "frozen" }] },
+        config: { configurable: { steps: 4, gap_ms: 600 } },
+      });
+      await eventually(async () => contents((await client.threads.getState(thread.thread_id)).values).includes("step 1"), 30_000, "step 1 stored");
+      const started = cluster.logs.find((line) => line.msg === "background run started" && line.run_id === run.run_id);
+      assert.ok(started?.pid, "the run started on a worker");
+      const frozen = Number(started.pid);
+      const retries = async () => Number(/^agenthost_background_run_retries_total (\S+)$/m.exec(await (await fetch(cluster.metricsUrl)).text())?.[1] ?? 0);
+      const before = await retries();
+      const mark = cluster.logs.length;
+      process.kill(frozen, "SIGSTOP");
+      try {
+        // The lease ran out and the other worker claimed the run again (it waits for the frozen
+        // worker's hold on the thread, or takes it once that has expired).
+        await eventually(async () => (await retries()) > before, 60_000, "the run claimed again");
+      } finally {
+        process.kill(frozen, "SIGCONT");
+      }
+      await cluster.waitForLog((line) => line.msg === "background run lost its lease: another worker takes it over" && line.run_id === run.run_id && line.pid === frozen, 30_000, mark);
+      await eventually(async () => (await statusOf(thread.thread_id, run.run_id)) === "success", 60_000, "the run succeeded");
+      await cluster.waitForLog((line) => line.msg === "background run ended" && line.run_id === run.run_id, 30_000);
+      assert.deepEqual(contents((await client.threads.getState(thread.thread_id)).values), ["frozen", "step 1", "step 2", "step 3", "step 4", "finished"]);
+      const ends = cluster.logs.filter((line) => line.msg === "background run ended" && line.run_id === run.run_id);
+      assert.equal(ends.length, 1, "ended once");
+      // By a later attempt: the other worker's, or the thawed one's claiming it anew.
+      assert.ok(Number(ends[0]!.attempt) >= 2, "by an attempt after the frozen one");
+      assert.equal(await statusOf(thread.thread_id, run.run_id), "success");
+    });
+
     test("runs enqueued on one thread execute in order of arrival, whichever worker claims them", async () => {
       const thread = await client.threads.create();
       const runs = [];

@@ -160,3 +160,38 @@ test("a waiting run is removed at once; an executing one is not, and after it le
   assert.deepEqual(await admin.keys(`${keyPrefix}:bg:claim:*`), []);
   await queue.close();
 });
+
+test("a worker whose job lock is lost mid-run stops the run, writes no end, and lets the job go to the attempt that claims it next", async () => {
+  const keyPrefix = `agenthost-test:${randomUUID()}`;
+  prefixes.push(keyPrefix);
+  const lines: Array<Record<string, unknown>> = [];
+  const heard = createLogger({ LOG_LEVEL: "warn" }, new Writable({ write: (chunk, _encoding, done) => (lines.push(JSON.parse(String(chunk))), done()) }));
+  // A short lease: BullMQ renews the lock every 200 ms and looks for stalled jobs every 400 ms.
+  const queue = new BullmqRunQueue({ url: REDIS_URL, keyPrefix, leaseMs: 400, pollMs: 50, logger: heard });
+  const attempts: Array<{ attempt: number; aborted: boolean; wroteEnd: boolean }> = [];
+  queue.start(async (claimed, execution) => {
+    assert.equal(await execution.started("head"), true);
+    if (claimed.attempt === 1) {
+      // Its lock taken from under it, as when this worker was away past the lease: the next
+      // renewal fails, and the run is stopped here.
+      await admin.del(`${keyPrefix}:bull:${RUN_QUEUE}:${claimed.runId}:lock`);
+      await new Promise((resolve) => execution.control.signal.addEventListener("abort", resolve, { once: true }));
+    }
+    attempts.push({ attempt: claimed.attempt, aborted: execution.control.signal.aborted, wroteEnd: execution.writesEnd() });
+    return "done";
+  }, 1);
+  const lost = run(randomUUID());
+  await queue.add(lost);
+  // BullMQ finds the job stalled (no lock) and gives it back: claimed again, as attempt 2.
+  await waitFor(() => attempts.length === 2, "the run claimed again after its lock was lost");
+  assert.deepEqual(attempts, [
+    { attempt: 1, aborted: true, wroteEnd: false },
+    { attempt: 2, aborted: false, wroteEnd: true },
+  ]);
+  assert.ok(lines.some((line) => line.msg === "background run lost its lease: another worker takes it over" && line.run_id === lost.runId));
+  // The second attempt ended it: out of the queue, no claim left, and no error reported for the lost lock.
+  await waitFor(async () => (await queue.onThread("alice", lost.threadId)).length === 0, "the run leaves the queue");
+  assert.deepEqual(await admin.keys(`${keyPrefix}:bg:claim:*`), []);
+  assert.ok(!lines.some((line) => line.msg === "background runs: queue connection problem"), "the lost lock is not a connection problem");
+  await queue.close();
+});

@@ -318,6 +318,59 @@ describe("background runs outlive REQUEST_TIMEOUT and end at BACKGROUND_RUN_TIME
   });
 });
 
+describe("a run claimed again after its worker stopped, which that worker ended meanwhile, is not run again", () => {
+  let backend: BackendUnderTest;
+  let service: RunningService;
+  let client: Client;
+
+  before(async () => {
+    backend = sqliteBackend();
+    service = await startService({ ...backend.env, AGENT_PATHS: AGENTS, BACKGROUND_RUNS_PER_WORKER: "1", BACKGROUND_POLL_INTERVAL: "0.05" });
+    client = new Client({ apiUrl: service.url, apiKey: TEST_TOKEN });
+  });
+  after(async () => {
+    gate.open();
+    await service?.close();
+    await backend?.cleanup();
+  });
+
+  test("its record, read before the thread's lock, said running; read again under the lock it has ended: the retry neither runs it nor writes it", async () => {
+    const { platform: records, runQueue } = service.runtime.checkpoints;
+    // The service's one slot held by a run at the gate, so the next run stays in the queue for the test.
+    const holder = await client.threads.create();
+    const held = await client.runs.create(holder.thread_id, GATED, { input: human("hold the slot") });
+    await until(() => gate.waiting === 1, "the slot is held");
+    const thread = await client.threads.create();
+    const run = await client.runs.create(thread.thread_id, STEPS, { input: human("once only"), config: { configurable: { steps: 1 } } });
+    // Its first attempt, on a worker that is about to stop: claimed under a lease that runs out at
+    // once, and marked running.
+    const [claimed] = await runQueue.claim("a-worker-that-stopped", Date.now(), Date.now() + 1, 1);
+    assert.equal(claimed?.runId, run.run_id);
+    await records.setRunStatus(claimed.userId, claimed.threadId, run.run_id, "running", Date.now());
+    // That worker comes back in time and ends the run just after the retry has read its record.
+    const read = records.getRunWithThread.bind(records);
+    records.getRunWithThread = async (userId, threadId, runId) => {
+      const found = await read(userId, threadId, runId);
+      if (runId === run.run_id) await records.runEnded(userId, threadId, runId, "success", "idle", Date.now());
+      return found;
+    };
+    try {
+      const mark = service.logs.length;
+      gate.open();
+      await client.runs.join(holder.thread_id, held.run_id);
+      await until(async () => (await runQueue.onThread(claimed.userId, claimed.threadId)).length === 0, "the retry leaves the queue");
+      const retries = (await service.runtime.metrics.backgroundRetries.get()).values.reduce((sum, value) => sum + value.value, 0);
+      assert.equal(retries, 1, "claimed again, as attempt 2");
+      const lines = service.logs.slice(mark).filter((line) => line.run_id === run.run_id);
+      assert.deepEqual(lines.map((line) => line.msg), [], "neither resumed nor ended by the retry");
+    } finally {
+      records.getRunWithThread = read;
+    }
+    assert.equal((await client.runs.get(thread.thread_id, run.run_id)).status, "success");
+    assert.deepEqual(messagesOf((await client.threads.getState(thread.thread_id)).values), [], "nothing run again");
+  });
+});
+
 describe("a Platform run on a busy thread is refused at once, whatever THREAD_QUEUE_TIMEOUT", () => {
   let service: RunningService;
   let client: Client;
