@@ -150,6 +150,8 @@ export function createSqliteRunQueue(db: Database.Database): void {
 /**
  * The queue in a PostgreSQL schema, shared by every worker of every host: a claim locks the row it
  * takes and skips rows other claims hold (FOR UPDATE SKIP LOCKED), so workers never wait on each other.
+ * The candidates are collected into an array first (an InitPlan, run once): as a subquery joined to
+ * the update, a plan could scan them again and take more runs, or other ones, than it locked.
  */
 export class PostgresRunQueue implements RunQueueStore {
   private readonly table: string;
@@ -193,7 +195,7 @@ VALUES ($1, $2, $3, 'queued', $4, NULL, 0, 0, $5::jsonb) ON CONFLICT (run_id) DO
     const candidate = `${claimable(this.table, (name) => `$${names.indexOf(name) + 1}::bigint`, "$4")} FOR UPDATE SKIP LOCKED`;
     const { rows } = await this.pool.query<Row>(
       `UPDATE ${this.table} SET state = 'running', lease_owner = $1, lease_until = $2, attempt = attempt + 1
-WHERE run_id IN (${candidate}) RETURNING ${COLUMNS}`,
+WHERE run_id = ANY(ARRAY(${candidate})) RETURNING ${COLUMNS}`,
       [owner, leaseUntil, now, limit],
     );
     return bySeq(rows);

@@ -34,7 +34,7 @@ async function sqlite(): Promise<Made> {
 
 async function postgres(): Promise<Made> {
   const schema = uniqueSchema("t_runq");
-  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 2 });
+  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 4 });
   await pool.query(`CREATE SCHEMA "${schema}"`);
   const store = new PostgresRunQueue(pool, schema);
   await store.setup();
@@ -81,6 +81,35 @@ for (const [name, make] of [["filedb", sqlite], ["serverdb", postgres], ["memory
       assert.equal(await store.remove("a1", "w1"), true);
       assert.deepEqual((await store.claim("w2", Date.now(), Date.now() + LEASE_MS, 3)).map((run) => run.runId), ["a2"], "a1 gone: a2 is next");
       assert.deepEqual(await store.claim("w2", Date.now(), Date.now() + LEASE_MS, 3), []);
+    });
+
+    test("workers claiming at once each take a run once, one run per thread at a time, in each thread's order", async () => {
+      const store = await open();
+      const threads = ["t0", "t1", "t2", "t3", "t4", "t5"];
+      for (let i = 0; i < 4; i++) for (const thread of threads) await add(store, `${thread}-${i}`, thread);
+      const taken: string[] = [];
+      const holding = new Map<string, string>();
+      // Eight workers, each claiming up to three at a time and ending what it took before claiming again.
+      const worker = async (owner: string) => {
+        for (;;) {
+          const claimed = await store.claim(owner, Date.now(), Date.now() + LEASE_MS, 3);
+          if (claimed.length === 0 && taken.length === 24) return;
+          for (const run of claimed) {
+            assert.equal(holding.get(run.threadId), undefined, `two runs of ${run.threadId} held at once`);
+            holding.set(run.threadId, run.runId);
+            taken.push(run.runId);
+          }
+          await new Promise((resolve) => setImmediate(resolve));
+          for (const run of claimed) {
+            holding.delete(run.threadId);
+            assert.equal(await store.remove(run.runId, owner), true);
+          }
+        }
+      };
+      await Promise.all(["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8"].map(worker));
+      assert.equal(new Set(taken).size, 24, "each run taken once");
+      assert.equal(taken.length, 24);
+      for (const thread of threads) assert.deepEqual(taken.filter((runId) => runId.startsWith(`${thread}-`)), [0, 1, 2, 3].map((i) => `${thread}-${i}`));
     });
 
     test("a run claimed for an attempt that has not started is taken out of the queue; its attempt then cannot start it", async () => {
