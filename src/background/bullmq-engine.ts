@@ -213,7 +213,7 @@ export class BullmqRunQueue implements RunQueueEngine {
     const held = this.held.get(runId);
     if (!held || held.lost) return;
     held.lost = true;
-    this.options.logger.warn({ run_id: runId }, "background run lost its lease: another worker takes it over");
+    this.options.logger.warn({ run_id: runId }, "background run lost its lease: another attempt takes it over");
     held.control.abort(new RunAborted("lock_lost"));
   }
 
@@ -223,6 +223,14 @@ export class BullmqRunQueue implements RunQueueEngine {
 
   private async process(job: Job<RunJob>, token: string, execute: Execute): Promise<void> {
     const data: RunJob = { ...job.data };
+    // An earlier attempt of this run still executes here: BullMQ has given the job out again, so that
+    // attempt's lock ran out while this worker was away (its reply to the fetch was waiting for it).
+    // That attempt is stopped; this one waits until it is gone, as BullMQ keeps one lock per job in a
+    // worker, and the earlier attempt's end would let go of this one's.
+    if (this.held.has(data.runId)) {
+      this.lost(data.runId);
+      await this.later(job, token, data, Date.now() + this.options.pollMs);
+    }
     const turn = await this.turn(data);
     // Taken out of the queue while it waited: done, its job removed as it completes.
     if (turn === "removed") {
@@ -271,7 +279,7 @@ export class BullmqRunQueue implements RunQueueEngine {
       if (outcome === "busy") await this.later(job, token, data, Date.now() + this.options.pollMs);
       await this.leave(data);
     } finally {
-      this.held.delete(data.runId);
+      if (this.held.get(data.runId) === held) this.held.delete(data.runId);
     }
   }
 

@@ -116,14 +116,15 @@ export class DatabaseRunQueue implements RunQueueEngine {
     const { store } = this;
     const { leaseMs } = this.options;
     const held: Held = { control: new AbortController(), handingBack: false, lost: false };
+    // An earlier attempt of this run still executing here: its lease ran out while this worker was
+    // away, and this worker has claimed the run again before that attempt heard it. It is stopped.
+    const earlier = this.held.get(run.runId);
+    if (earlier) this.lost(run.runId, earlier);
     this.held.set(run.runId, held);
     const renewal = setInterval(() => {
       store.renew(run.runId, this.owner, Date.now() + leaseMs).then(
         (still) => {
-          if (still || held.lost) return;
-          held.lost = true;
-          this.options.logger.warn({ run_id: run.runId }, "background run lost its lease: another worker takes it over");
-          held.control.abort(new RunAborted("lock_lost"));
+          if (!still) this.lost(run.runId, held);
         },
         () => undefined,
       );
@@ -148,9 +149,17 @@ export class DatabaseRunQueue implements RunQueueEngine {
       })
       .catch(() => clearInterval(renewal))
       .finally(() => {
-        this.held.delete(run.runId);
+        if (this.held.get(run.runId) === held) this.held.delete(run.runId);
         this.wake();
       });
+  }
+
+  /** The run is no longer this attempt's: stop it here, and leave its end to the attempt that has it now. */
+  private lost(runId: string, held: Held): void {
+    if (held.lost) return;
+    held.lost = true;
+    this.options.logger.warn({ run_id: runId }, "background run lost its lease: another attempt takes it over");
+    held.control.abort(new RunAborted("lock_lost"));
   }
 
   stopClaiming(): void {

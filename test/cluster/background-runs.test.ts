@@ -130,7 +130,7 @@ for (const topology of TOPOLOGIES) {
       } finally {
         process.kill(frozen, "SIGCONT");
       }
-      await cluster.waitForLog((line) => line.msg === "background run lost its lease: another worker takes it over" && line.run_id === run.run_id && line.pid === frozen, 30_000, mark);
+      await cluster.waitForLog((line) => line.msg === "background run lost its lease: another attempt takes it over" && line.run_id === run.run_id && line.pid === frozen, 30_000, mark);
       await eventually(async () => (await statusOf(thread.thread_id, run.run_id)) === "success", 60_000, "the run succeeded");
       await cluster.waitForLog((line) => line.msg === "background run ended" && line.run_id === run.run_id, 30_000);
       assert.deepEqual(contents((await client.threads.getState(thread.thread_id)).values), ["frozen", "step 1", "step 2", "step 3", "step 4", "finished"]);

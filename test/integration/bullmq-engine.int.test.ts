@@ -188,7 +188,7 @@ test("a worker whose job lock is lost mid-run stops the run, writes no end, and 
     { attempt: 1, aborted: true, wroteEnd: false },
     { attempt: 2, aborted: false, wroteEnd: true },
   ]);
-  assert.ok(lines.some((line) => line.msg === "background run lost its lease: another worker takes it over" && line.run_id === lost.runId));
+  assert.ok(lines.some((line) => line.msg === "background run lost its lease: another attempt takes it over" && line.run_id === lost.runId));
   // The second attempt ended it: out of the queue, no claim left, and no error reported for the lost lock.
   await waitFor(async () => (await queue.onThread("alice", lost.threadId)).length === 0, "the run leaves the queue");
   assert.deepEqual(await admin.keys(`${keyPrefix}:bg:claim:*`), []);
