@@ -65,14 +65,26 @@ for (const topology of TOPOLOGIES) {
       }
     };
 
-    test("SIGKILL of every worker mid-run: the run ends success on a replacement, each step once, one answer", async () => {
+    /** A four-step background run on a new thread, once its first step is stored (well under way). */
+    const underWay = async (content: string) => {
       const thread = await client.threads.create();
       const run = await client.runs.create(thread.thread_id, STEPS, {
-        input: { messages: [{ role: "user", content: "survive" }] },
+        input: { messages: [{ role: "user", content }] },
         config: { configurable: { steps: 4, gap_ms: 600 } },
       });
-      // Step 1 checkpointed: the run is well under way.
       await eventually(async () => contents((await client.threads.getState(thread.thread_id)).values).includes("step 1"), 30_000, "step 1 stored");
+      return { thread, run };
+    };
+
+    /** The pid of the worker that started the run. */
+    const startedOn = (runId: string) => {
+      const started = cluster.logs.find((line) => line.msg === "background run started" && line.run_id === runId);
+      assert.ok(started?.pid, "the run started on a worker");
+      return Number(started.pid);
+    };
+
+    test("SIGKILL of every worker mid-run: the run ends success on a replacement, each step once, one answer", async () => {
+      const { thread, run } = await underWay("survive");
       const victims = cluster.workerPids();
       assert.equal(victims.length, 2);
       const mark = cluster.logs.length;
@@ -90,15 +102,9 @@ for (const topology of TOPOLOGIES) {
     });
 
     test("a worker stopped with SIGTERM hands its run back; another worker finishes it, each step once", async () => {
-      const thread = await client.threads.create();
-      const run = await client.runs.create(thread.thread_id, STEPS, {
-        input: { messages: [{ role: "user", content: "hand me on" }] },
-        config: { configurable: { steps: 4, gap_ms: 600 } },
-      });
-      await eventually(async () => contents((await client.threads.getState(thread.thread_id)).values).includes("step 1"), 30_000, "step 1 stored");
-      const started = cluster.logs.find((line) => line.msg === "background run started" && line.run_id === run.run_id);
-      assert.ok(started?.pid, "the run started on a worker");
-      process.kill(Number(started.pid), "SIGTERM");
+      const { thread, run } = await underWay("hand me on");
+      const pid = startedOn(run.run_id);
+      process.kill(pid, "SIGTERM");
       await eventually(() => cluster.logs.some((line) => line.msg === "background run handed back" && line.run_id === run.run_id), 60_000, "the run handed back");
       await eventually(async () => (await statusOf(thread.thread_id, run.run_id)) === "success", 60_000, "the run succeeded");
       assert.deepEqual(contents((await client.threads.getState(thread.thread_id)).values), ["hand me on", "step 1", "step 2", "step 3", "step 4", "finished"]);
@@ -106,19 +112,12 @@ for (const topology of TOPOLOGIES) {
       await cluster.waitForLog((line) => line.msg === "background run ended" && line.run_id === run.run_id, 30_000);
       const ends = cluster.logs.filter((line) => line.msg === "background run ended" && line.run_id === run.run_id);
       assert.equal(ends.length, 1, "ended once");
-      assert.notEqual(ends[0]!.pid, started.pid, "on another worker");
+      assert.notEqual(ends[0]!.pid, pid, "on another worker");
     });
 
     test("a worker frozen past its lease (SIGSTOP) loses its run: thawed, it stops it and leaves its end to a later attempt", async () => {
-      const thread = await client.threads.create();
-      const run = await client.runs.create(thread.thread_id, STEPS, {
-        input: { messages: [{ role: "user", content: "frozen" }] },
-        config: { configurable: { steps: 4, gap_ms: 600 } },
-      });
-      await eventually(async () => contents((await client.threads.getState(thread.thread_id)).values).includes("step 1"), 30_000, "step 1 stored");
-      const started = cluster.logs.find((line) => line.msg === "background run started" && line.run_id === run.run_id);
-      assert.ok(started?.pid, "the run started on a worker");
-      const frozen = Number(started.pid);
+      const { thread, run } = await underWay("frozen");
+      const frozen = startedOn(run.run_id);
       const retries = async () => Number(/^agenthost_background_run_retries_total (\S+)$/m.exec(await (await fetch(cluster.metricsUrl)).text())?.[1] ?? 0);
       const before = await retries();
       const mark = cluster.logs.length;
