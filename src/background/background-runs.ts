@@ -270,11 +270,8 @@ export class BackgroundRuns implements BackgroundWork {
       // A run claimed again after its worker stopped or lost its lease: that worker may have ended it
       // since the record was read above (it came back in time), and the thread's lock is this
       // attempt's only once that worker let go of it. Read again here, on retries only.
-      const endedMeanwhile = async () => {
-        const now = await records.getRun(userId, threadId, runId);
-        return now === undefined || FINAL.has(now.status);
-      };
-      if (!(entry.attempt > 1 && (await endedMeanwhile())) && (await execution.started(base))) return;
+      const now = entry.attempt > 1 ? await records.getRun(userId, threadId, runId) : record;
+      if (now && !FINAL.has(now.status) && (await execution.started(base))) return;
       takenOver = true;
       throw new RunTakenOver();
     };

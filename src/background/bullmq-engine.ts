@@ -6,7 +6,7 @@ import { throttledReport } from "../coordination/locks/redis-connection.ts";
 import { defineScript, type RedisScript } from "../coordination/redis-script.ts";
 import { RunAborted } from "../errors/classify.ts";
 import { connectionProblemForLog, type Logger } from "../observability/logger.ts";
-import type { ClaimedRun, Execute, Execution, RunQueueEngine } from "./run-queue-engine.ts";
+import { loseRun, type ClaimedRun, type Execute, type Execution, type LosableRun, type RunQueueEngine } from "./run-queue-engine.ts";
 
 /** The BullMQ queue of background runs. */
 export const RUN_QUEUE = "background-runs";
@@ -37,17 +37,10 @@ interface RunJob {
 }
 
 /** One run this worker executes. */
-interface Held {
-  readonly control: AbortController;
+interface Held extends LosableRun {
   handingBack: boolean;
   /** This attempt started the run (its claim set to executing). */
   started: boolean;
-  /**
-   * Its job's lock could not be renewed: this worker was away past BACKGROUND_RUN_LEASE (frozen,
-   * starved of CPU, cut off from Redis), BullMQ has given the job to another worker, and the run is
-   * that attempt's now.
-   */
-  lost: boolean;
 }
 
 /** How long closing waits for BullMQ (its worker's hand-backs, its connections) before letting go. */
@@ -200,21 +193,20 @@ export class BullmqRunQueue implements RunQueueEngine {
       maxStalledCount: Number.MAX_SAFE_INTEGER,
     });
     this.worker.on("error", (error) => {
-      // A lock that could not be renewed is reported as lost (below), once per run.
+      // A lock that could not be renewed is reported as lost (below), once per run; should BullMQ
+      // word it otherwise, it is only reported twice.
       if (!error.message.startsWith("could not renew lock for job")) this.report(error);
     });
+    // The job's lock could not be renewed: this worker was away past BACKGROUND_RUN_LEASE, and
+    // BullMQ has given the job to another attempt.
     this.worker.on("lockRenewalFailed", (jobIds) => {
       for (const runId of jobIds) this.lost(runId);
     });
   }
 
-  /** The run's job is no longer this worker's: stop it here, and leave its end to the attempt that has it now. */
   private lost(runId: string): void {
     const held = this.held.get(runId);
-    if (!held || held.lost) return;
-    held.lost = true;
-    this.options.logger.warn({ run_id: runId }, "background run lost its lease: another attempt takes it over");
-    held.control.abort(new RunAborted("lock_lost"));
+    if (held) loseRun(held, runId, this.options.logger);
   }
 
   wake(): void {

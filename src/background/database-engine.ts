@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import type { NewQueuedRun, QueuedRun, RunQueueStore } from "../checkpoints/run-queue.ts";
 import { RunAborted } from "../errors/classify.ts";
 import type { Logger } from "../observability/logger.ts";
-import type { Execute, Execution, RunQueueEngine } from "./run-queue-engine.ts";
+import { loseRun, type Execute, type Execution, type LosableRun, type RunQueueEngine } from "./run-queue-engine.ts";
 
 export interface DatabaseEngineOptions {
   /** BACKGROUND_RUN_LEASE, in milliseconds. */
@@ -14,11 +14,8 @@ export interface DatabaseEngineOptions {
 }
 
 /** One run this worker executes: how to stop it, and what became of its claim. */
-interface Held {
-  readonly control: AbortController;
+interface Held extends LosableRun {
   handingBack: boolean;
-  /** Another worker holds the run now (this worker's lease ran out). */
-  lost: boolean;
   done?: Promise<void>;
 }
 
@@ -119,12 +116,12 @@ export class DatabaseRunQueue implements RunQueueEngine {
     // An earlier attempt of this run still executing here: its lease ran out while this worker was
     // away, and this worker has claimed the run again before that attempt heard it. It is stopped.
     const earlier = this.held.get(run.runId);
-    if (earlier) this.lost(run.runId, earlier);
+    if (earlier) loseRun(earlier, run.runId, this.options.logger);
     this.held.set(run.runId, held);
     const renewal = setInterval(() => {
       store.renew(run.runId, this.owner, Date.now() + leaseMs).then(
         (still) => {
-          if (!still) this.lost(run.runId, held);
+          if (!still) loseRun(held, run.runId, this.options.logger);
         },
         () => undefined,
       );
@@ -152,14 +149,6 @@ export class DatabaseRunQueue implements RunQueueEngine {
         if (this.held.get(run.runId) === held) this.held.delete(run.runId);
         this.wake();
       });
-  }
-
-  /** The run is no longer this attempt's: stop it here, and leave its end to the attempt that has it now. */
-  private lost(runId: string, held: Held): void {
-    if (held.lost) return;
-    held.lost = true;
-    this.options.logger.warn({ run_id: runId }, "background run lost its lease: another attempt takes it over");
-    held.control.abort(new RunAborted("lock_lost"));
   }
 
   stopClaiming(): void {

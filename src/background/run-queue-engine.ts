@@ -1,4 +1,6 @@
 import type { NewQueuedRun } from "../checkpoints/run-queue.ts";
+import { RunAborted } from "../errors/classify.ts";
+import type { Logger } from "../observability/logger.ts";
 
 /** A run a worker has claimed from the queue: what it needs to execute it. */
 export interface ClaimedRun {
@@ -64,4 +66,22 @@ export interface RunQueueEngine {
   /** Stop the runs executing here and give them back to the queue, to continue elsewhere. */
   handBack(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** An engine's hold on one run it executes, as far as losing it goes. */
+export interface LosableRun {
+  readonly control: AbortController;
+  /** The run is another attempt's now: this one writes nothing of its end. */
+  lost: boolean;
+}
+
+/**
+ * The run's lease ran out while its worker was away (its renewal failed, or the run was claimed
+ * again): the attempt stops here, and leaves the run's end to the attempt that has it now. Once.
+ */
+export function loseRun(held: LosableRun, runId: string, logger: Logger): void {
+  if (held.lost) return;
+  held.lost = true;
+  logger.warn({ run_id: runId }, "background run lost its lease: another attempt takes it over");
+  held.control.abort(new RunAborted("lock_lost"));
 }
