@@ -48,6 +48,8 @@ for (const topology of TOPOLOGIES) {
         AGENT_PATHS: JSON.stringify([STEPS_AGENT]),
         BACKGROUND_RUN_LEASE: "1",
         BACKGROUND_POLL_INTERVAL: "0.2",
+        // The worker frozen below must not be replaced as unresponsive while the test waits on it.
+        WORKER_LIVENESS_TIMEOUT: "120",
       });
       client = new Client({ apiUrl: cluster.url, apiKey: TOKEN});
     });
