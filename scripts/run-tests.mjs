@@ -157,6 +157,8 @@ if (concurrency > 1) {
   }
 }
 let status = 0;
+/** Each failed test's TAP lines (its `not ok` line and its YAML block), from every part. */
+const failures = [];
 for (const part of parts) {
   if (parts.length > 1) console.log(`# ${part.title}: ${part.files.length} test files`);
   const handle = await (launched.get(part) ?? run(part.files, part.coverage, concurrency, part.timeoutMs));
@@ -164,6 +166,12 @@ for (const part of parts) {
   // Where the suite's time goes: each part's span, seconds from the start of this run.
   if (parts.length > 1) console.log(`# ${part.title}: ran from ${handle.span.start.toFixed(0)} s to ${handle.span.end.toFixed(0)} s of this run`);
   if (part.coverage) printCoverage(split || flags.has("--unit") ? "the unit tests" : "these tests");
+  failures.push(...handle.failures());
+}
+// The failed tests again, last: a CI log cut to its end still says what failed and why.
+if (failures.length > 0) {
+  console.log(`# failed: ${failures.length} test(s)`);
+  for (const failure of failures) console.log(failure.map((line) => `#   ${line}`).join("\n"));
 }
 process.exit(status);
 
@@ -198,6 +206,8 @@ function run(files, coverage, concurrency, timeoutMs = TIMEOUT_MS) {
   const closed = new Promise((resolve) => child.on("close", (code, signal) => resolve(code ?? (signal ? 1 : 0))));
   /** Lines not printed yet; undefined once printing. */
   let held = [];
+  /** Every line, printed or not, for its failures. */
+  const seen = [];
   let inTable = false;
   const lines = createInterface({ input: child.stdout });
   const ended = new Promise((resolve) => lines.once("close", resolve));
@@ -206,6 +216,7 @@ function run(files, coverage, concurrency, timeoutMs = TIMEOUT_MS) {
     // it out and print the figure for src/ from the lcov file instead.
     if (coverage && /start of coverage report/.test(line)) inTable = true;
     if (!inTable) {
+      seen.push(line);
       if (held) held.push(line);
       else process.stdout.write(`${line}\n`);
     }
@@ -226,7 +237,35 @@ function run(files, coverage, concurrency, timeoutMs = TIMEOUT_MS) {
       held = undefined;
       return finished;
     },
+    /** Its failed tests so far: a suite failing only for its subtests is left out (they are listed). */
+    failures: () => failedTests(seen),
   };
+}
+
+/**
+ * The failed tests in TAP output: each one's `not ok` line and its YAML block, without the stack
+ * (its location says where), at most 150 lines.
+ */
+function failedTests(lines) {
+  const failed = [];
+  /** The names of the subtests the line is in, by depth (four spaces each). */
+  const within = [];
+  for (let i = 0; i < lines.length; i++) {
+    const subtest = /^(\s*)# Subtest: (.*)$/.exec(lines[i]);
+    if (subtest) within.splice(subtest[1].length / 4, Infinity, subtest[2]);
+    const notOk = /^(\s*)not ok \d+ - (.*)$/.exec(lines[i]);
+    if (!notOk) continue;
+    const block = [`not ok - ${[...within.slice(0, notOk[1].length / 4), notOk[2]].join(" > ")}`];
+    let stackIndent = -1;
+    while (++i < lines.length && !/^\s*\.\.\.$/.test(lines[i])) {
+      const indent = lines[i].search(/\S/);
+      if (stackIndent >= 0 && indent > stackIndent) continue;
+      stackIndent = /^\s*stack: /.test(lines[i]) ? indent : -1;
+      if (stackIndent < 0) block.push(lines[i]);
+    }
+    if (!block.some((line) => /failureType: 'subtestsFailed'/.test(line))) failed.push(block.slice(0, 150));
+  }
+  return failed;
 }
 
 /**

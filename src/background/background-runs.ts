@@ -260,7 +260,9 @@ export class BackgroundRuns implements BackgroundWork {
       return "done";
     }
     const request = record.kwargs as unknown as RunCreateRequest;
-    const { writesEnd } = execution;
+    // Asked by the run's recorder as it ends and below: one confirmation of the claim, one answer.
+    let writes: Promise<boolean> | undefined;
+    const writesEnd = () => (writes ??= execution.writesEnd());
     let handle;
     let events;
     // Set when the run turns out, under its thread's lock, to be no longer this attempt's: the error
@@ -300,21 +302,25 @@ export class BackgroundRuns implements BackgroundWork {
     const writer = streamLogs.open(runId, handle.run.prepared.storageKey, userId);
     const startedAt = Date.now();
     let failure: WebhookError | undefined;
+    let thrown: { readonly error: unknown } | undefined;
     try {
       for await (const event of events.events) writer.append(event as unknown as RecordedEvent);
-      writer.end(true);
-    } catch (thrown) {
-      if (writesEnd()) {
-        const failed = this.deps.failureEvents(thrown, log);
-        for (const event of failed) writer.append(event as RecordedEvent);
-        writer.end(false);
-        failure = (failed.at(-1) as { data?: WebhookError } | undefined)?.data;
-      } else {
-        // Taken over: the run's record is its new execution's.
-        writer.abandon();
-      }
+    } catch (error) {
+      thrown = { error };
     }
-    if (writesEnd()) {
+    const owns = await writesEnd();
+    if (!owns) {
+      // Handed back or taken over: the run's events and record are its next execution's.
+      writer.abandon();
+    } else if (thrown) {
+      const failed = this.deps.failureEvents(thrown.error, log);
+      for (const event of failed) writer.append(event as RecordedEvent);
+      writer.end(false);
+      failure = (failed.at(-1) as { data?: WebhookError } | undefined)?.data;
+    } else {
+      writer.end(true);
+    }
+    if (owns) {
       // The status the run wrote as it ended; the record is read again only for a webhook (which
       // sends it) or when that write failed. Read, no record is a rollback having deleted it (a
       // failed read counts as an error); not read, a rolled-back run counts as it ended, interrupted.

@@ -243,7 +243,13 @@ export class BullmqRunQueue implements RunQueueEngine {
       };
       const execution: Execution = {
         control: held.control,
-        writesEnd: () => !held.handingBack && !held.lost,
+        writesEnd: async () => {
+          if (held.handingBack || held.lost) return false;
+          // A Redis that cannot be reached says nothing here: the end's own write finds out.
+          const still = await job.extendLock(token, this.options.leaseMs).then((extended) => extended === 1, () => true);
+          if (!still) loseRun(held, data.runId, this.options.logger);
+          return !held.handingBack && !held.lost;
+        },
         handingBack: () => held.handingBack,
         started: async (base) => {
           if (held.lost || (await this.startScript(this.claimKey(data.runId), CLAIM_TTL_MS)) !== 1) return false;

@@ -128,7 +128,12 @@ export class DatabaseRunQueue implements RunQueueEngine {
     }, leaseMs / 3);
     const execution: Execution = {
       control: held.control,
-      writesEnd: () => !held.handingBack && !held.lost,
+      writesEnd: async () => {
+        if (held.handingBack || held.lost) return false;
+        // A database that cannot be reached says nothing here: the end's own write finds out.
+        if (!(await store.renew(run.runId, this.owner, Date.now() + leaseMs).catch(() => true))) loseRun(held, run.runId, this.options.logger);
+        return !held.handingBack && !held.lost;
+      },
       handingBack: () => held.handingBack,
       started: async (base) => {
         if (await store.started(run.runId, this.owner, base)) return true;

@@ -19,8 +19,13 @@ export interface ClaimedRun {
 export interface Execution {
   /** Aborted when the engine takes the run away: the worker drains (hand-back) or lost its claim. */
   readonly control: AbortController;
-  /** Whether this execution records how the run ended (false once it is handed back or lost). */
-  writesEnd(): boolean;
+  /**
+   * Whether this execution records how the run ended, asked once its events have ended: false once
+   * it is handed back or lost. The engine confirms its claim first (renewing it): an attempt that was
+   * away past its lease learns here that another attempt has the run, should the failed renewal not
+   * have told it yet.
+   */
+  writesEnd(): Promise<boolean>;
   /** Whether the run is being handed back to the queue (it is pending again, not ended). */
   handingBack(): boolean;
   /**

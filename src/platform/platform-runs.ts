@@ -63,7 +63,8 @@ export interface BackgroundExecution {
   readonly createdBy?: string | undefined;
   readonly attempt: number;
   readonly createdAt: number;
-  writesEnd(): boolean;
+  /** Asked once its events have ended (Execution.writesEnd); the same answer each time. */
+  writesEnd(): Promise<boolean>;
   /**
    * The run starts: called under its thread's lock, before it writes anything. Rejects when the
    * run is no longer this worker's (taken over, or out of the queue): then it does not run.
@@ -420,7 +421,7 @@ export class PlatformRuns {
           threadStatus = "idle";
         }
         // A background run handed back to the queue (or taken over) is not over: its record stays.
-        if (!background || background.writesEnd()) {
+        if (!background || (await background.writesEnd())) {
           const end = Date.now();
           // The record of how it ended must not turn a finished run into a failed one; written or
           // not, the run is over here, and its waiters in this process learn so at once.

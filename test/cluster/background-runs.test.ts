@@ -10,7 +10,7 @@ import { Client } from "@langchain/langgraph-sdk";
 import { Redis } from "ioredis";
 import { dropSchema, DATABASE_URL, uniqueSchema } from "../helpers/postgres.ts";
 import { REDIS_URL } from "../helpers/redis.ts";
-import { eventually, startCluster, TOKEN, type Cluster } from "./cluster-helper.ts";
+import { eventually, startCluster, TOKEN, withLogs, type Cluster, type LogLine } from "./cluster-helper.ts";
 import { STEPS_AGENT } from "./run-control-helper.ts";
 
 const STEPS = "steps-agent";
@@ -78,6 +78,10 @@ for (const topology of TOPOLOGIES) {
       return { thread, run };
     };
 
+    /** The cluster's log lines about a run: its own, its thread's, warnings and errors, workers coming and going. */
+    const about = (threadId: string, runId: string) => (line: LogLine) =>
+      line.run_id === runId || line.thread_id === threadId || Number(line.level) >= 40 || /worker|listening/.test(line.msg ?? "");
+
     /** The pid of the worker that started the run. */
     const startedOn = (runId: string) => {
       const started = cluster.logs.find((line) => line.msg === "background run started" && line.run_id === runId);
@@ -119,27 +123,29 @@ for (const topology of TOPOLOGIES) {
 
     test("a worker frozen past its lease (SIGSTOP) loses its run: thawed, it stops it and leaves its end to a later attempt", async () => {
       const { thread, run } = await underWay("frozen");
-      const frozen = startedOn(run.run_id);
-      const retries = async () => Number(/^agenthost_background_run_retries_total (\S+)$/m.exec(await (await fetch(cluster.metricsUrl)).text())?.[1] ?? 0);
-      const before = await retries();
-      const mark = cluster.logs.length;
-      process.kill(frozen, "SIGSTOP");
-      try {
-        // The lease ran out and the other worker claimed the run again (it waits for the frozen
-        // worker's hold on the thread, or takes it once that has expired).
-        await eventually(async () => (await retries()) > before, 60_000, "the run claimed again");
-      } finally {
-        process.kill(frozen, "SIGCONT");
-      }
-      await cluster.waitForLog((line) => line.msg === "background run lost its lease: another attempt takes it over" && line.run_id === run.run_id && line.pid === frozen, 30_000, mark);
-      await eventually(async () => (await statusOf(thread.thread_id, run.run_id)) === "success", 60_000, "the run succeeded");
-      await cluster.waitForLog((line) => line.msg === "background run ended" && line.run_id === run.run_id, 30_000);
-      assert.deepEqual(contents((await client.threads.getState(thread.thread_id)).values), ["frozen", "step 1", "step 2", "step 3", "step 4", "finished"]);
-      const ends = cluster.logs.filter((line) => line.msg === "background run ended" && line.run_id === run.run_id);
-      assert.equal(ends.length, 1, "ended once");
-      // By a later attempt: the other worker's, or the thawed one's claiming it anew.
-      assert.ok(Number(ends[0]!.attempt) >= 2, "by an attempt after the frozen one");
-      assert.equal(await statusOf(thread.thread_id, run.run_id), "success");
+      await withLogs(cluster, about(thread.thread_id, run.run_id), async () => {
+        const frozen = startedOn(run.run_id);
+        const retries = async () => Number(/^agenthost_background_run_retries_total (\S+)$/m.exec(await (await fetch(cluster.metricsUrl)).text())?.[1] ?? 0);
+        const before = await retries();
+        const mark = cluster.logs.length;
+        process.kill(frozen, "SIGSTOP");
+        try {
+          // The lease ran out and the other worker claimed the run again (it waits for the frozen
+          // worker's hold on the thread, or takes it once that has expired).
+          await eventually(async () => (await retries()) > before, 60_000, "the run claimed again");
+        } finally {
+          process.kill(frozen, "SIGCONT");
+        }
+        await cluster.waitForLog((line) => line.msg === "background run lost its lease: another attempt takes it over" && line.run_id === run.run_id && line.pid === frozen, 30_000, mark);
+        await eventually(async () => (await statusOf(thread.thread_id, run.run_id)) === "success", 60_000, "the run succeeded");
+        await cluster.waitForLog((line) => line.msg === "background run ended" && line.run_id === run.run_id, 30_000);
+        assert.deepEqual(contents((await client.threads.getState(thread.thread_id)).values), ["frozen", "step 1", "step 2", "step 3", "step 4", "finished"]);
+        const ends = cluster.logs.filter((line) => line.msg === "background run ended" && line.run_id === run.run_id);
+        assert.equal(ends.length, 1, "ended once");
+        // By a later attempt: the other worker's, or the thawed one's claiming it anew.
+        assert.ok(Number(ends[0]!.attempt) >= 2, "by an attempt after the frozen one");
+        assert.equal(await statusOf(thread.thread_id, run.run_id), "success");
+      });
     });
 
     test("runs enqueued on one thread execute in order of arrival, whichever worker claims them", async () => {

@@ -177,7 +177,7 @@ test("a worker whose job lock is lost mid-run stops the run, writes no end, and 
       await admin.del(`${keyPrefix}:bull:${RUN_QUEUE}:${claimed.runId}:lock`);
       await new Promise((resolve) => execution.control.signal.addEventListener("abort", resolve, { once: true }));
     }
-    attempts.push({ attempt: claimed.attempt, aborted: execution.control.signal.aborted, wroteEnd: execution.writesEnd() });
+    attempts.push({ attempt: claimed.attempt, aborted: execution.control.signal.aborted, wroteEnd: await execution.writesEnd() });
     return "done";
   }, 1);
   const lost = run(randomUUID());

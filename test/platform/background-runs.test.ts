@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import { Client } from "@langchain/langgraph-sdk";
+import { RUN_QUEUE } from "../../src/background/bullmq-engine.ts";
 import { SIGNATURE_HEADER, verifyWebhookSignature } from "../../src/background/webhook-delivery.ts";
 import { gate } from "../fixtures/gated-agent.ts";
 import { call, startService, TEST_TOKEN, type RunningService } from "../helpers/service.ts";
@@ -403,6 +404,54 @@ describe("a Platform run on a busy thread is refused at once, whatever THREAD_QU
     assert.equal(new Set(history.map((state) => state.parent_checkpoint?.checkpoint_id ?? "")).size, history.length, "one branch");
   });
 });
+
+for (const make of ENGINES) {
+  describe(`a run whose claim another attempt took while it ran writes no end, though no renewal told it so (${make().label ?? make().name})`, () => {
+    let backend: BackendUnderTest;
+    let service: RunningService;
+    let client: Client;
+
+    before(async () => {
+      backend = make();
+      // A lease no renewal comes within: only the run's own check at its end can find the claim gone.
+      service = await startService({ ...backend.env, AGENT_PATHS: AGENTS, BACKGROUND_RUNS_PER_WORKER: "1", BACKGROUND_RUN_LEASE: "600" });
+      client = new Client({ apiUrl: service.url, apiKey: TEST_TOKEN });
+    });
+    after(async () => {
+      gate.open();
+      await service?.close();
+      await backend?.cleanup();
+    });
+
+    test("its graph ends, its record stays running for the attempt that holds it, and it says it lost its lease", async () => {
+      const thread = await client.threads.create();
+      const run = await client.runs.create(thread.thread_id, GATED, { input: human("whose end is it") });
+      await until(() => gate.waiting === 1, "the run waits at the gate");
+      // Another attempt holds the run now, as when this worker was away past its lease.
+      const redisUrl = backend.env.REDIS_URL;
+      if (redisUrl) {
+        const redis = new Redis(redisUrl);
+        await redis.set(`${backend.env.REDIS_KEY_PREFIX}:bull:${RUN_QUEUE}:${run.run_id}:lock`, "another-attempt", "PX", 600_000);
+        redis.disconnect();
+      } else {
+        const { runQueue } = service.runtime.checkpoints;
+        const [row] = await runQueue.onThread(service.runtime.config.AUTH_SERVICE_USER_ID, thread.thread_id);
+        assert.equal(row?.runId, run.run_id);
+        await runQueue.release(row.runId, row.leaseOwner!, Date.now(), false);
+        const [taken] = await runQueue.claim("another-worker", Date.now(), Date.now() + 600_000, 1);
+        assert.equal(taken?.runId, run.run_id, "claimed by another worker");
+      }
+      const mark = service.logs.length;
+      gate.open();
+      await until(
+        () => service.logs.slice(mark).some((line) => line.msg === "background run lost its lease: another attempt takes it over" && line.run_id === run.run_id),
+        "the run finds its claim gone",
+      );
+      assert.equal((await client.runs.get(thread.thread_id, run.run_id)).status, "running", "its end is left to the attempt that holds it");
+      assert.equal(service.logs.some((line) => line.msg === "background run ended" && line.run_id === run.run_id), false);
+    });
+  });
+}
 
 describe("background runs are measured", () => {
   let service: RunningService;
