@@ -243,8 +243,9 @@ function run(files, coverage, concurrency, timeoutMs = TIMEOUT_MS) {
 }
 
 /**
- * The failed tests in TAP output: each one's `not ok` line and its YAML block, without the stack
- * (its location says where), at most 150 lines.
+ * The failed tests in TAP output: each one's `not ok` line and its YAML block, at most 150 lines,
+ * without the stack (its location says where) or the expected and actual values (the error's diff
+ * shows them).
  */
 function failedTests(lines) {
   const failed = [];
@@ -254,14 +255,17 @@ function failedTests(lines) {
     const subtest = /^(\s*)# Subtest: (.*)$/.exec(lines[i]);
     if (subtest) within.splice(subtest[1].length / 4, Infinity, subtest[2]);
     const notOk = /^(\s*)not ok \d+ - (.*)$/.exec(lines[i]);
-    if (!notOk) continue;
+    // A failing `todo` test fails no run.
+    if (!notOk || / # TODO\b/.test(notOk[2])) continue;
+    // Its block ends at `...` two spaces in from it (an assertion's diff may hold a `...` line of its own).
+    const end = `${notOk[1]}  ...`;
     const block = [`not ok - ${[...within.slice(0, notOk[1].length / 4), notOk[2]].join(" > ")}`];
-    let stackIndent = -1;
-    while (++i < lines.length && !/^\s*\.\.\.$/.test(lines[i])) {
+    let skipIndent = -1;
+    while (++i < lines.length && lines[i] !== end) {
       const indent = lines[i].search(/\S/);
-      if (stackIndent >= 0 && indent > stackIndent) continue;
-      stackIndent = /^\s*stack: /.test(lines[i]) ? indent : -1;
-      if (stackIndent < 0) block.push(lines[i]);
+      if (skipIndent >= 0 && indent > skipIndent) continue;
+      skipIndent = /^\s*(stack|expected|actual):/.test(lines[i]) ? indent : -1;
+      if (skipIndent < 0) block.push(lines[i]);
     }
     if (!block.some((line) => /failureType: 'subtestsFailed'/.test(line))) failed.push(block.slice(0, 150));
   }

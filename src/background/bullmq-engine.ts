@@ -46,12 +46,22 @@ interface Held extends LosableRun {
 /** How long closing waits for BullMQ (its worker's hand-backs, its connections) before letting go. */
 const CLOSE_WAIT_MS = 3_000;
 
-/** `work`, or nothing once `ms` have passed (closing must not hang on a Redis that is away). */
-async function atMost(work: Promise<unknown>, ms: number): Promise<void> {
+/**
+ * What `work` gives, or `otherwise` once `ms` have passed or should it fail (closing must not hang
+ * on a Redis that is away, nor a run's end wait for it).
+ */
+async function atMost<T>(work: Promise<T>, ms: number, otherwise: T): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([work.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
+  const late = new Promise<T>((resolve) => (timer = setTimeout(resolve, ms, otherwise)));
+  try {
+    return await Promise.race([work.catch(() => otherwise), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
+
+/** How long the claim check before a run's end waits for Redis at most (and never past the lease). */
+const END_CHECK_WAIT_MS = 5_000;
 
 /** Kept a week for an operator to look at: a failed job is a fault of agenthost's, not of the run. */
 const KEEP_FAILED = { age: 7 * 24 * 3600 };
@@ -245,8 +255,9 @@ export class BullmqRunQueue implements RunQueueEngine {
         control: held.control,
         writesEnd: async () => {
           if (held.handingBack || held.lost) return false;
-          // A Redis that cannot be reached says nothing here: the end's own write finds out.
-          const still = await job.extendLock(token, this.options.leaseMs).then((extended) => extended === 1, () => true);
+          // A Redis that cannot be reached says nothing here (the worker's connection queues its
+          // commands until Redis is back, so the check is bounded): the end is written as before.
+          const still = await atMost(job.extendLock(token, this.options.leaseMs).then((extended) => extended === 1), Math.min(this.options.leaseMs, END_CHECK_WAIT_MS), true);
           if (!still) loseRun(held, data.runId, this.options.logger);
           return !held.handingBack && !held.lost;
         },
@@ -335,14 +346,14 @@ export class BullmqRunQueue implements RunQueueEngine {
         held.handingBack = true;
         held.control.abort(new RunAborted("shutdown"));
       }
-      if (this.worker) await atMost(this.worker.close(), CLOSE_WAIT_MS);
+      if (this.worker) await atMost(this.worker.close(), CLOSE_WAIT_MS, undefined);
     })();
     return this.handedBack;
   }
 
   async close(): Promise<void> {
     await this.handBack();
-    await atMost(this.queue.close(), CLOSE_WAIT_MS);
+    await atMost(this.queue.close(), CLOSE_WAIT_MS, undefined);
     this.connection.disconnect();
     this.workerConnection?.disconnect();
   }

@@ -18,6 +18,7 @@ import type { ClaimedRun, Execution, ExecutionOutcome } from "../../src/backgrou
 import { createLogger } from "../../src/observability/logger.ts";
 import { waitFor } from "../helpers/raw-http.ts";
 import { REDIS_URL } from "../helpers/redis.ts";
+import { TcpProxy } from "../helpers/tcp-proxy.ts";
 
 const admin = new Redis(REDIS_URL);
 const prefixes: string[] = [];
@@ -194,4 +195,30 @@ test("a worker whose job lock is lost mid-run stops the run, writes no end, and 
   assert.deepEqual(await admin.keys(`${keyPrefix}:bg:claim:*`), []);
   assert.ok(!lines.some((line) => line.msg === "background runs: queue connection problem"), "the lost lock is not a connection problem");
   await queue.close();
+});
+
+test("the claim check before a run's end does not wait on a Redis that is away: the end is written, as before the check", async () => {
+  const keyPrefix = `agenthost-test:${randomUUID()}`;
+  prefixes.push(keyPrefix);
+  const target = new URL(REDIS_URL);
+  const proxy = new TcpProxy(Number(target.port || 6379), target.hostname);
+  await proxy.start();
+  const url = new URL(REDIS_URL);
+  url.hostname = "127.0.0.1";
+  url.port = String(proxy.port);
+  const queue = new BullmqRunQueue({ url: url.toString(), keyPrefix, leaseMs: 2_000, pollMs: 50, logger });
+  const answers: boolean[] = [];
+  queue.start(async (_claimed, execution) => {
+    assert.equal(await execution.started("head"), true);
+    // Every connection of the engine's now goes unanswered (ioredis queues the commands).
+    proxy.blackhole();
+    answers.push(await execution.writesEnd());
+    return "done";
+  }, 1);
+  await queue.add(run(randomUUID()));
+  await waitFor(() => answers.length === 1, "the check answered while Redis was away");
+  assert.deepEqual(answers, [true]);
+  proxy.restore();
+  await queue.close();
+  await proxy.stop();
 });
