@@ -6,7 +6,7 @@ import { throttledReport } from "../coordination/locks/redis-connection.ts";
 import { defineScript, type RedisScript } from "../coordination/redis-script.ts";
 import { RunAborted } from "../errors/classify.ts";
 import { connectionProblemForLog, type Logger } from "../observability/logger.ts";
-import { loseRun, type ClaimedRun, type Execute, type Execution, type LosableRun, type RunQueueEngine } from "./run-queue-engine.ts";
+import { confirmEnd, loseRun, type ClaimedRun, type Execute, type Execution, type LosableRun, type RunQueueEngine } from "./run-queue-engine.ts";
 
 /** The BullMQ queue of background runs. */
 export const RUN_QUEUE = "background-runs";
@@ -38,7 +38,6 @@ interface RunJob {
 
 /** One run this worker executes. */
 interface Held extends LosableRun {
-  handingBack: boolean;
   /** This attempt started the run (its claim set to executing). */
   started: boolean;
 }
@@ -253,13 +252,10 @@ export class BullmqRunQueue implements RunQueueEngine {
       };
       const execution: Execution = {
         control: held.control,
-        writesEnd: async () => {
-          if (held.handingBack || held.lost) return false;
-          // A Redis that cannot be reached says nothing here (the worker's connection queues its
-          // commands until Redis is back, so the check is bounded): the end is written as before.
-          const still = await atMost(job.extendLock(token, this.options.leaseMs).then((extended) => extended === 1), Math.min(this.options.leaseMs, END_CHECK_WAIT_MS), true);
-          if (!still) loseRun(held, data.runId, this.options.logger);
-          return !held.handingBack && !held.lost;
+        // The worker's connection queues its commands while Redis is away: the check is bounded.
+        writesEnd: () => {
+          const renew = () => atMost(job.extendLock(token, this.options.leaseMs).then((renewed) => renewed === 1), Math.min(this.options.leaseMs, END_CHECK_WAIT_MS), true);
+          return confirmEnd(held, renew, data.runId, this.options.logger);
         },
         handingBack: () => held.handingBack,
         started: async (base) => {

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import type { NewQueuedRun, QueuedRun, RunQueueStore } from "../checkpoints/run-queue.ts";
 import { RunAborted } from "../errors/classify.ts";
 import type { Logger } from "../observability/logger.ts";
-import { loseRun, type Execute, type Execution, type LosableRun, type RunQueueEngine } from "./run-queue-engine.ts";
+import { confirmEnd, loseRun, type Execute, type Execution, type LosableRun, type RunQueueEngine } from "./run-queue-engine.ts";
 
 export interface DatabaseEngineOptions {
   /** BACKGROUND_RUN_LEASE, in milliseconds. */
@@ -15,7 +15,6 @@ export interface DatabaseEngineOptions {
 
 /** One run this worker executes: how to stop it, and what became of its claim. */
 interface Held extends LosableRun {
-  handingBack: boolean;
   done?: Promise<void>;
 }
 
@@ -128,12 +127,7 @@ export class DatabaseRunQueue implements RunQueueEngine {
     }, leaseMs / 3);
     const execution: Execution = {
       control: held.control,
-      writesEnd: async () => {
-        if (held.handingBack || held.lost) return false;
-        // A database that cannot be reached says nothing here: the end's own write finds out.
-        if (!(await store.renew(run.runId, this.owner, Date.now() + leaseMs).catch(() => true))) loseRun(held, run.runId, this.options.logger);
-        return !held.handingBack && !held.lost;
-      },
+      writesEnd: () => confirmEnd(held, () => store.renew(run.runId, this.owner, Date.now() + leaseMs), run.runId, this.options.logger),
       handingBack: () => held.handingBack,
       started: async (base) => {
         if (await store.started(run.runId, this.owner, base)) return true;

@@ -73,11 +73,13 @@ export interface RunQueueEngine {
   close(): Promise<void>;
 }
 
-/** An engine's hold on one run it executes, as far as losing it goes. */
+/** An engine's hold on one run it executes, as far as losing it or giving it back goes. */
 export interface LosableRun {
   readonly control: AbortController;
   /** The run is another attempt's now: this one writes nothing of its end. */
   lost: boolean;
+  /** The run is being handed back to the queue (it is pending again, not ended). */
+  handingBack: boolean;
 }
 
 /**
@@ -89,4 +91,15 @@ export function loseRun(held: LosableRun, runId: string, logger: Logger): void {
   held.lost = true;
   logger.warn({ run_id: runId }, "background run lost its lease: another attempt takes it over");
   held.control.abort(new RunAborted("lock_lost"));
+}
+
+/**
+ * Execution.writesEnd of an engine: false once the run is handed back or lost; else its claim is
+ * confirmed by `renew` (false: another attempt has it, and the run is lost here). A store that does
+ * not answer says nothing: the end is written, and its own write finds out.
+ */
+export async function confirmEnd(held: LosableRun, renew: () => Promise<boolean>, runId: string, logger: Logger): Promise<boolean> {
+  if (held.handingBack || held.lost) return false;
+  if (!(await renew().catch(() => true))) loseRun(held, runId, logger);
+  return !held.handingBack && !held.lost;
 }

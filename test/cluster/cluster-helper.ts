@@ -323,14 +323,14 @@ export async function eventually(check: () => Promise<boolean> | boolean, ms: nu
 }
 
 /**
- * Runs `work`; should it fail, its error carries the cluster's log lines that `concern` (from `from`
- * on, at most the last 80): a failure on a loaded CI machine says what the workers did.
+ * Runs `work`; should it fail, its error carries the cluster's log lines that `concern` (at most the
+ * last 80): a failure on a loaded CI machine says what the workers did.
  */
-export async function withLogs<T>(cluster: Cluster, concern: (line: LogLine) => boolean, work: () => Promise<T>, from = 0): Promise<T> {
+export async function withLogs<T>(cluster: Cluster, concern: (line: LogLine) => boolean, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    const lines = cluster.logs.slice(from).filter(concern).slice(-80);
+    const lines = cluster.logs.filter(concern).slice(-80);
     if (error instanceof Error) error.message += `\nthe cluster's log lines for it:\n${lines.map((line) => JSON.stringify(line)).join("\n")}`;
     throw error;
   }
