@@ -4,9 +4,8 @@ import { Redis } from "ioredis";
 import type { NewQueuedRun } from "../checkpoints/run-queue.ts";
 import { throttledReport } from "../coordination/locks/redis-connection.ts";
 import { defineScript, type RedisScript } from "../coordination/redis-script.ts";
-import { RunAborted } from "../errors/classify.ts";
 import { connectionProblemForLog, type Logger } from "../observability/logger.ts";
-import { confirmEnd, loseRun, type ClaimedRun, type Execute, type Execution, type LosableRun, type RunQueueEngine } from "./run-queue-engine.ts";
+import { confirmEnd, handBackRun, loseRun, type ClaimedRun, type Execute, type Execution, type LosableRun, type RunQueueEngine } from "./run-queue-engine.ts";
 
 /** The BullMQ queue of background runs. */
 export const RUN_QUEUE = "background-runs";
@@ -239,7 +238,7 @@ export class BullmqRunQueue implements RunQueueEngine {
       return;
     }
     if (turn === "wait") await this.later(job, token, data, Date.now() + this.options.pollMs);
-    const held: Held = { control: new AbortController(), handingBack: false, started: false, lost: false };
+    const held: Held = { control: new AbortController(), handingBack: false, ending: false, started: false, lost: false };
     this.held.set(data.runId, held);
     try {
       const run: ClaimedRun = {
@@ -338,10 +337,7 @@ export class BullmqRunQueue implements RunQueueEngine {
   handBack(): Promise<void> {
     this.handedBack ??= (async () => {
       this.stopClaiming();
-      for (const held of this.held.values()) {
-        held.handingBack = true;
-        held.control.abort(new RunAborted("shutdown"));
-      }
+      for (const held of this.held.values()) handBackRun(held);
       if (this.worker) await atMost(this.worker.close(), CLOSE_WAIT_MS, undefined);
     })();
     return this.handedBack;

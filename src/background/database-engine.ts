@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { NewQueuedRun, QueuedRun, RunQueueStore } from "../checkpoints/run-queue.ts";
-import { RunAborted } from "../errors/classify.ts";
 import type { Logger } from "../observability/logger.ts";
-import { confirmEnd, loseRun, type Execute, type Execution, type LosableRun, type RunQueueEngine } from "./run-queue-engine.ts";
+import { confirmEnd, handBackRun, loseRun, type Execute, type Execution, type LosableRun, type RunQueueEngine } from "./run-queue-engine.ts";
 
 export interface DatabaseEngineOptions {
   /** BACKGROUND_RUN_LEASE, in milliseconds. */
@@ -111,7 +110,7 @@ export class DatabaseRunQueue implements RunQueueEngine {
   private launch(run: QueuedRun): void {
     const { store } = this;
     const { leaseMs } = this.options;
-    const held: Held = { control: new AbortController(), handingBack: false, lost: false };
+    const held: Held = { control: new AbortController(), handingBack: false, ending: false, lost: false };
     // An earlier attempt of this run still executing here: its lease ran out while this worker was
     // away, and this worker has claimed the run again before that attempt heard it. It is stopped.
     const earlier = this.held.get(run.runId);
@@ -157,10 +156,7 @@ export class DatabaseRunQueue implements RunQueueEngine {
 
   async handBack(): Promise<void> {
     this.stopClaiming();
-    for (const held of this.held.values()) {
-      held.handingBack = true;
-      held.control.abort(new RunAborted("shutdown"));
-    }
+    for (const held of this.held.values()) handBackRun(held);
     await Promise.allSettled([...this.held.values()].map((held) => held.done));
   }
 

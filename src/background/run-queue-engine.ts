@@ -80,6 +80,8 @@ export interface LosableRun {
   lost: boolean;
   /** The run is being handed back to the queue (it is pending again, not ended). */
   handingBack: boolean;
+  /** This attempt writes the run's end (confirmEnd said so): a hand-back lets it finish instead. */
+  ending: boolean;
 }
 
 /**
@@ -101,5 +103,17 @@ export function loseRun(held: LosableRun, runId: string, logger: Logger): void {
 export async function confirmEnd(held: LosableRun, renew: () => Promise<boolean>, runId: string, logger: Logger): Promise<boolean> {
   if (held.handingBack || held.lost) return false;
   if (!(await renew().catch(() => true))) loseRun(held, runId, logger);
-  return !held.handingBack && !held.lost;
+  held.ending = !held.handingBack && !held.lost;
+  return held.ending;
+}
+
+/**
+ * Stop a held run to give it back to the queue as its worker drains: it is pending again, and an
+ * attempt elsewhere continues it. A run whose end this attempt writes (confirmEnd) is over: it is
+ * left to finish here, so its end is not undone (its record set back to pending, the run queued again).
+ */
+export function handBackRun(held: LosableRun): void {
+  if (held.ending) return;
+  held.handingBack = true;
+  held.control.abort(new RunAborted("shutdown"));
 }
