@@ -106,15 +106,16 @@ export async function openCheckpointBackend(config: Config, hooks: BackendHooks)
     const threads = new MemoryThreadIndex();
     const saver = new ChangedChannelsMemorySaver(new ReadableSerde());
     const rows = new MemoryMessageRows();
+    const latestCheckpoints = new SaverLatestCheckpoints(saver);
     return {
       kind: "memory",
       saver: new MessageStoreSaver(saver, rows, config.MESSAGE_CACHE_SIZE, threads, undefined, new RebuildingThreadRewinder(saver, rows)),
       threads,
       idempotency: new MemoryIdempotencyStore(),
-      platform: new MemoryPlatformRecords(),
+      platform: new MemoryPlatformRecords(latestCheckpoints),
       runQueue: new MemoryRunQueue(),
       leases: new MemoryLeases(),
-      latestCheckpoints: new SaverLatestCheckpoints(saver),
+      latestCheckpoints,
       isReady: () => true,
       ping: async () => {},
       saturated: () => false,

@@ -1,7 +1,7 @@
 import type { DatabaseGate } from "./guarded-saver.ts";
 import type { ClaimOutcome, IdempotencyStore, StoredAnswer } from "./idempotency-store.ts";
 import type { LeaseStore } from "./leases.ts";
-import type { PlatformRecords, PlatformRun, PlatformThread, RunBase, RunStatus, RunWithThread, ThreadChanges, ThreadFilters, ThreadSearch, ThreadStatus } from "./platform-records.ts";
+import type { OpenedThread, PlatformRecords, PlatformRun, PlatformThread, RunBase, RunStatus, RunWithThread, ThreadChanges, ThreadFilters, ThreadSearch, ThreadStatus } from "./platform-records.ts";
 import type { NewQueuedRun, QueuedRun, RunQueueStore } from "./run-queue.ts";
 import type { ListedConversation, ThreadIndex, ThreadOwner, ThreadPage, ThreadPosition, ThreadSummary } from "./thread-index.ts";
 
@@ -73,6 +73,10 @@ export class GuardedPlatformRecords implements PlatformRecords {
 
   getThread(userId: string, threadId: string): Promise<PlatformThread | undefined> {
     return this.gate.run(({ platform }) => platform.getThread(userId, threadId));
+  }
+
+  openThread(thread: Omit<PlatformThread, "updatedAt">, conversationKeys: readonly string[]): Promise<OpenedThread | undefined> {
+    return this.gate.run(({ platform }) => platform.openThread(thread, conversationKeys));
   }
 
   updateThread(userId: string, threadId: string, changes: ThreadChanges): Promise<PlatformThread | undefined> {

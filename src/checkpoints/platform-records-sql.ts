@@ -8,6 +8,7 @@ import {
   PLATFORM_RUN_TABLE,
   PLATFORM_THREAD_TABLE,
   type JsonObject,
+  type OpenedThread,
   type PlatformRecords,
   type PlatformRun,
   type PlatformThread,
@@ -254,8 +255,9 @@ export class SqlitePlatformRecords implements PlatformRecords {
   private readonly delete;
   private readonly started;
   private readonly ended;
+  private openStmt: Database.Statement | undefined;
 
-  constructor(db: Database.Database) {
+  constructor(private readonly db: Database.Database) {
     createSqlitePlatformTables(db);
     const threads = PLATFORM_THREAD_TABLE;
     const runs = PLATFORM_RUN_TABLE;
@@ -336,6 +338,22 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
   async getThread(userId: string, threadId: string): Promise<PlatformThread | undefined> {
     const row = this.getStmt.get(userId, threadId) as ThreadRow | undefined;
     return row && threadOf(row);
+  }
+
+  async openThread(thread: Omit<PlatformThread, "updatedAt">, conversationKeys: readonly string[]): Promise<OpenedThread | undefined> {
+    const { userId, threadId, agentId, metadata, status, createdAt } = thread;
+    const found = this.getStmt.get(userId, threadId) as ThreadRow | undefined;
+    if (found) return { thread: threadOf(found), created: false };
+    // Prepared at first use: the library's saver creates the checkpoints table on its own first use.
+    this.openStmt ??= this.db.prepare(
+      `INSERT INTO ${PLATFORM_THREAD_TABLE} (${THREAD_COLUMNS}) SELECT ?, ?, ?, ?, ?, ?, ?, ?
+WHERE NOT EXISTS (SELECT 1 FROM checkpoints WHERE checkpoint_ns = '' AND thread_id IN (SELECT value FROM json_each(?)))
+ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
+    );
+    const row = this.openStmt.get(userId, threadId, agentId, canonicalJson(metadata), status, createdAt, createdAt, thread.ttlMs ?? null, JSON.stringify(conversationKeys)) as
+      | ThreadRow
+      | undefined;
+    return row && { thread: threadOf(row), created: true };
   }
 
   async updateThread(userId: string, threadId: string, changes: ThreadChanges): Promise<PlatformThread | undefined> {
@@ -488,6 +506,22 @@ ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
       threadId,
     ]);
     return rows[0] && threadOf(rows[0]);
+  }
+
+  async openThread(thread: Omit<PlatformThread, "updatedAt">, conversationKeys: readonly string[]): Promise<OpenedThread | undefined> {
+    // One statement: the record found, else inserted when no conversation has a checkpoint under
+    // one of the keys; no row when there is one, or another request inserted the record meanwhile.
+    const { rows } = await this.pool.query<ThreadRow & { created: boolean }>(
+      `WITH found AS (SELECT ${THREAD_COLUMNS} FROM ${this.threads} WHERE user_id = $1 AND thread_id = $2),
+made AS (
+  INSERT INTO ${this.threads} (${THREAD_COLUMNS}) SELECT $1, $2, $3, $4::jsonb, $5, $6, $6, $7
+  WHERE NOT EXISTS (SELECT 1 FROM found)
+    AND NOT EXISTS (SELECT 1 FROM "${this.schema}".checkpoints WHERE thread_id = ANY($8::text[]) AND checkpoint_ns = '')
+  ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS})
+SELECT true AS created, ${THREAD_COLUMNS} FROM made UNION ALL SELECT false AS created, ${THREAD_COLUMNS} FROM found`,
+      [thread.userId, thread.threadId, thread.agentId, JSON.stringify(thread.metadata), thread.status, thread.createdAt, thread.ttlMs ?? null, conversationKeys],
+    );
+    return rows[0] && { thread: threadOf(rows[0]), created: rows[0].created };
   }
 
   async updateThread(userId: string, threadId: string, changes: ThreadChanges): Promise<PlatformThread | undefined> {

@@ -6,6 +6,7 @@
  * checkpoints live under that conversation's storage key; these rows only add what the Platform
  * API names. Every read and write is scoped to one user: another user's thread does not exist.
  */
+import type { LatestCheckpoints } from "./latest-checkpoints.ts";
 
 export const PLATFORM_THREAD_TABLE = "agenthost_platform_threads";
 export const PLATFORM_RUN_TABLE = "agenthost_platform_runs";
@@ -89,10 +90,24 @@ export interface RunWithThread {
   readonly thread: PlatformThread;
 }
 
+/** A thread PlatformRecords.openThread found (created: false) or recorded (created: true). */
+export interface OpenedThread {
+  readonly thread: PlatformThread;
+  readonly created: boolean;
+}
+
 export interface PlatformRecords {
   /** Create a thread; undefined when the user already has one with this id (nothing is changed). */
   createThread(thread: Omit<PlatformThread, "updatedAt">): Promise<PlatformThread | undefined>;
   getThread(userId: string, threadId: string): Promise<PlatformThread | undefined>;
+  /**
+   * The user's thread `thread.threadId` for a run that creates it when it is missing: its record
+   * (created: false), or `thread` recorded now (created: true) unless a conversation is stored under
+   * one of `conversationKeys` (the thread id's storage keys). Undefined in that case, and when
+   * another request created the record meanwhile: the caller looks the thread up. One statement on
+   * a database.
+   */
+  openThread(thread: Omit<PlatformThread, "updatedAt">, conversationKeys: readonly string[]): Promise<OpenedThread | undefined>;
   /** Apply `changes`; undefined when the user has no such thread. */
   updateThread(userId: string, threadId: string, changes: ThreadChanges): Promise<PlatformThread | undefined>;
   /** Delete the thread and its runs' records; false when the user had no such thread. */
@@ -231,6 +246,9 @@ export class MemoryPlatformRecords implements PlatformRecords {
   /** Runs by [user, thread], then by run id. */
   private readonly runs = new Map<string, Map<string, PlatformRun>>();
 
+  /** `conversations`: the memory backend's checkpoints, for openThread. */
+  constructor(private readonly conversations: LatestCheckpoints) {}
+
   async createThread(thread: Omit<PlatformThread, "updatedAt">): Promise<PlatformThread | undefined> {
     const key = keyOf(thread.userId, thread.threadId);
     if (this.threads.has(key)) return undefined;
@@ -242,6 +260,14 @@ export class MemoryPlatformRecords implements PlatformRecords {
   async getThread(userId: string, threadId: string): Promise<PlatformThread | undefined> {
     const thread = this.threads.get(keyOf(userId, threadId));
     return thread && threadCopy(thread);
+  }
+
+  async openThread(thread: Omit<PlatformThread, "updatedAt">, conversationKeys: readonly string[]): Promise<OpenedThread | undefined> {
+    const found = await this.getThread(thread.userId, thread.threadId);
+    if (found) return { thread: found, created: false };
+    if ((await this.conversations.latest(conversationKeys)).size) return undefined;
+    const created = await this.createThread(thread);
+    return created && { thread: created, created: true };
   }
 
   async updateThread(userId: string, threadId: string, changes: ThreadChanges): Promise<PlatformThread | undefined> {

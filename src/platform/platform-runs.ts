@@ -302,10 +302,7 @@ export class PlatformRuns {
     } else if (threadId === undefined) {
       placement = await threads.createRecord(caller, { thread_id: randomUUID(), graph_id: agent.name, metadata: body.metadata ?? {} });
     } else if (body.if_not_exists === "create") {
-      const found = await threads.find(caller, threadId);
-      placement = found
-        ? { thread: found, created: false }
-        : await threads.createRecord(caller, { thread_id: threadId, graph_id: agent.name, metadata: body.metadata ?? {}, if_exists: "do_nothing" });
+      placement = await threads.open(caller, threadId, agent, body.metadata ?? {});
     } else {
       placement = { thread: await threads.record(caller, threadId), created: false };
     }

@@ -5,7 +5,7 @@ import type { RegisteredAgent } from "../agents/agent.ts";
 import type { AgentRegistry } from "../agents/registry.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { ConversationStore } from "../checkpoints/conversation-store.ts";
-import type { PlatformRecords, PlatformRun, PlatformThread, RunBase, ThreadSearch } from "../checkpoints/platform-records.ts";
+import type { OpenedThread, PlatformRecords, PlatformRun, PlatformThread, RunBase, ThreadSearch } from "../checkpoints/platform-records.ts";
 import type { ThreadCreateRequest, ThreadSearchRequest } from "../contract/platform.ts";
 import type { Conversation, ConversationService, HeldConversation } from "../conversations/conversation-service.ts";
 import { ServiceError } from "../errors/service-error.ts";
@@ -103,6 +103,22 @@ export class PlatformThreads {
     // Another request may have given it its record meanwhile: then that one is the thread's.
     const created = await this.deps.records.createThread({ userId, threadId, agentId: agent.name, metadata: bindingMetadata(agent), status: "idle", createdAt: Date.now() });
     return created ?? this.deps.records.getThread(userId, threadId);
+  }
+
+  /**
+   * The caller's thread `threadId` for a run of `agent` that creates it when it is missing
+   * (`if_not_exists: "create"`): its record, or a new one bound to `agent` with `metadata` (created:
+   * true), in one statement on a database. A thread id a conversation of the caller's already has
+   * (started through agenthost's own API), or one another request created meanwhile, is found as
+   * `find` finds it.
+   */
+  async open(caller: PlatformCaller, threadId: string, agent: RegisteredAgent, metadata: Record<string, unknown>): Promise<OpenedThread> {
+    const userId = this.userOf(caller);
+    const fresh = { userId, threadId, agentId: agent.name, metadata: { ...metadata, ...bindingMetadata(agent) }, status: "idle" as const, createdAt: Date.now(), ttlMs: null };
+    const opened = await this.deps.records.openThread(fresh, [...this.conversationKeys(caller, threadId).keys()]);
+    if (opened) return opened;
+    const found = await this.find(caller, threadId);
+    return found ? { thread: found, created: false } : this.createRecord(caller, { thread_id: threadId, graph_id: agent.name, metadata, if_exists: "do_nothing" });
   }
 
   /** The conversation of a thread bound to an agent; undefined for a thread no run has bound yet. */
@@ -311,17 +327,22 @@ export class PlatformThreads {
 
   /** The agent of the caller's conversation with this thread id started through agenthost's own API, if any (the most recently written). */
   private async conversationAgent(caller: PlatformCaller, threadId: string): Promise<RegisteredAgent | undefined> {
-    const candidates = new Map<string, RegisteredAgent>();
-    for (const agent of this.deps.registry.agents.values()) {
-      // An agent the caller may not use has no conversation of theirs to find.
-      if (!this.deps.conversations.mayUse(caller.principal, agent.name)) continue;
-      candidates.set(this.deps.conversations.resolve(caller.principal, agent, { thread_id: threadId, user_id: caller.namedUser }).storageKey, agent);
-    }
+    const candidates = this.conversationKeys(caller, threadId);
     let best: { agent: RegisteredAgent; checkpointId: string } | undefined;
     for (const [storageKey, checkpointId] of await this.deps.store.latestOf([...candidates.keys()])) {
       if (!best || checkpointId > best.checkpointId) best = { agent: candidates.get(storageKey)!, checkpointId };
     }
     return best?.agent;
+  }
+
+  /** The storage key of the caller's conversation with this thread id under each agent the caller may use (one it may not use has none of theirs). */
+  private conversationKeys(caller: PlatformCaller, threadId: string): Map<string, RegisteredAgent> {
+    const keys = new Map<string, RegisteredAgent>();
+    for (const agent of this.deps.registry.agents.values()) {
+      if (!this.deps.conversations.mayUse(caller.principal, agent.name)) continue;
+      keys.set(this.deps.conversations.resolve(caller.principal, agent, { thread_id: threadId, user_id: caller.namedUser }).storageKey, agent);
+    }
+    return keys;
   }
 }
 

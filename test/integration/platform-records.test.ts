@@ -9,6 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 import Database from "../../src/checkpoints/sqlite-driver.ts";
+import { MemorySaver } from "@langchain/langgraph";
 import pg from "pg";
 import { DatabaseUnavailableError } from "../../src/checkpoints/database-errors.ts";
 import { DatabaseGate, type OpenDatabase } from "../../src/checkpoints/guarded-saver.ts";
@@ -24,6 +25,7 @@ import {
 } from "../../src/checkpoints/platform-records.ts";
 import { PostgresPlatformRecords, SqlitePlatformRecords } from "../../src/checkpoints/platform-records-sql.ts";
 import { ReadableSerde } from "../../src/checkpoints/readable-serde.ts";
+import { SaverLatestCheckpoints } from "../../src/checkpoints/latest-checkpoints.ts";
 import { DATABASE_URL, dropSchema, uniqueSchema, withClient } from "../helpers/postgres.ts";
 
 interface Made {
@@ -69,7 +71,7 @@ async function postgres(): Promise<Made> {
 }
 
 async function memory(): Promise<Made> {
-  return { records: new MemoryPlatformRecords(), runRows: async () => Number.NaN, close: async () => {} };
+  return { records: new MemoryPlatformRecords(new SaverLatestCheckpoints(new MemorySaver())), runRows: async () => Number.NaN, close: async () => {} };
 }
 
 const ALICE = "alice";

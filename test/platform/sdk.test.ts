@@ -3,6 +3,7 @@
 // history, search, interrupts answered with a command, a fork from a checkpoint, cancel, a busy
 // thread), one storage shared with agenthost's own API, and one user's threads invisible to another.
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { Client } from "@langchain/langgraph-sdk";
 import { storageKey } from "../../src/auth/storage-key.ts";
@@ -169,6 +170,37 @@ for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
       assert.equal(((await refused.json()) as { error_code?: string }).error_code, "thread_agent_mismatch");
       await own("bob-token", CHATBOT);
       assert.equal((await bob.threads.get(thread)).metadata?.graph_id, CHATBOT);
+    });
+
+    test("if_not_exists create: a new id gets its record, an existing one is found, one the own API used joins its conversation; never another user's", async () => {
+      const wait = (thread: string, assistant: string, text: string, token: string) =>
+        call(service, "POST", `/threads/${thread}/runs/wait`, { assistant_id: assistant, input: { messages: [{ role: "user", content: text }] }, if_not_exists: "create", metadata: { from: text } }, token);
+      const alice = new Client({ apiUrl: service.url, apiKey: "alice-token" });
+      const bob = new Client({ apiUrl: service.url, apiKey: "bob-token" });
+      // A new id: recorded, bound to the run's assistant, with the run's metadata; the next run finds it.
+      const fresh = `fresh-${randomUUID()}`;
+      assert.equal((await wait(fresh, CHATBOT, "one", "alice-token")).status, 200);
+      assert.deepEqual((await alice.threads.get(fresh)).metadata, { from: "one", graph_id: CHATBOT, assistant_id: "b417c38e-7e91-5a25-950f-e4fe1e8d5c8f" });
+      assert.equal((await wait(fresh, CHATBOT, "two", "alice-token")).status, 200);
+      assert.equal(messagesOf((await alice.threads.getState(fresh)).values).length, 4);
+      assert.equal((await alice.threads.get(fresh)).metadata?.from, "one", "found, not created again");
+      assert.equal((await alice.runs.list(fresh)).length, 2);
+      // The same id for bob is bob's own new thread: alice's messages are not his.
+      assert.equal((await wait(fresh, CHATBOT, "bob's", "bob-token")).status, 200);
+      assert.equal(messagesOf((await bob.threads.getState(fresh)).values).length, 2);
+      assert.equal(messagesOf((await alice.threads.getState(fresh)).values).length, 4);
+      // An id the own API used, with no record yet: the run continues that conversation.
+      const own = `own-${randomUUID()}`;
+      assert.equal((await call(service, "POST", `/${CHATBOT}/invoke`, { thread_id: own, input: { message: "from the own API" } }, "alice-token")).status, 200);
+      assert.equal((await wait(own, CHATBOT, "then the Platform", "alice-token")).status, 200);
+      assert.equal(messagesOf((await alice.threads.getState(own)).values)[0]!.content, "from the own API");
+      // One the own API used with another agent is bound to that one: a run of another assistant is refused.
+      const other = `other-${randomUUID()}`;
+      assert.equal((await call(service, "POST", "/create-agent/invoke", { thread_id: other, input: { message: "to create-agent" } }, "alice-token")).status, 200);
+      const refused = await wait(other, CHATBOT, "refused", "alice-token");
+      assert.equal(refused.status, 409);
+      assert.equal(((await refused.json()) as { error_code?: string }).error_code, "thread_agent_mismatch");
+      assert.equal((await alice.threads.get(other)).metadata?.graph_id, "create-agent");
     });
 
     test("runs.wait answers the final values; history lists the checkpoints; search finds the thread by metadata", async () => {
