@@ -196,6 +196,11 @@ export class BullmqRunQueue implements RunQueueEngine {
       concurrency: slots,
       lockDuration: leaseMs,
       stalledInterval: leaseMs,
+      // An idle worker waits for a job's wake-up mark at most BACKGROUND_POLL_INTERVAL (BullMQ's 5 s
+      // by default), then looks at the queue itself. A mark can go to a worker that never acts on
+      // it: one frozen while it waited, whose connection Redis still serves. The other workers would
+      // otherwise take a stalled run back 5 s later.
+      drainDelay: this.options.pollMs / 1000,
       // A run's attempts are counted and bounded by BackgroundRuns (BACKGROUND_RUN_MAX_ATTEMPTS), so
       // that a stalled run always comes back to be ended with its status.
       maxStalledCount: Number.MAX_SAFE_INTEGER,

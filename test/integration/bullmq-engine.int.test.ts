@@ -222,3 +222,45 @@ test("the claim check before a run's end does not wait on a Redis that is away: 
   await queue.close();
   await proxy.stop();
 });
+
+test("an idle worker looks at the queue every BACKGROUND_POLL_INTERVAL: its wait for a wake-up mark is bounded by it, so a mark another connection took costs at most that", async () => {
+  const keyPrefix = `agenthost-test:${randomUUID()}`;
+  prefixes.push(keyPrefix);
+  const marker = `${keyPrefix}:bull:${RUN_QUEUE}:marker`;
+  // What the engine's worker asks Redis, as Redis sees it.
+  const monitor = await new Redis(REDIS_URL).monitor();
+  const waits: number[] = [];
+  monitor.on("monitor", (_time: string, args: string[]) => {
+    if (args[0]?.toLowerCase() === "bzpopmin" && args[1] === marker) waits.push(Number(args.at(-1)));
+  });
+  const queue = new BullmqRunQueue({ url: REDIS_URL, keyPrefix, leaseMs: 30_000, pollMs: 250, logger });
+  const executed: string[] = [];
+  queue.start(async (claimed, execution) => {
+    assert.equal(await execution.started("head"), true);
+    executed.push(claimed.runId);
+    return "done";
+  }, 1);
+  try {
+    await waitFor(() => waits.length >= 3, "the idle worker waits for a mark, again and again");
+    assert.ok(
+      waits.every((seconds) => seconds > 0 && seconds <= 0.25),
+      `each wait at most the poll interval: ${waits.join(", ")}`,
+    );
+    // A connection that is not the engine's takes every mark, as a frozen worker's would: the run is
+    // still claimed, by the worker's own look at the queue.
+    const thief = new Redis(REDIS_URL);
+    const stolen: unknown[] = [];
+    const steal = async () => {
+      while (!executed.length) stolen.push(await thief.bzpopmin(marker, 0.05));
+    };
+    const stealing = steal();
+    const first = run(randomUUID());
+    await queue.add(first);
+    await waitFor(() => executed.includes(first.runId), "the run claimed in spite of the stolen marks");
+    await stealing;
+    thief.disconnect();
+  } finally {
+    await queue.close();
+    monitor.disconnect();
+  }
+});
