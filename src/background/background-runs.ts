@@ -223,8 +223,9 @@ export class BackgroundRuns implements BackgroundWork {
     if (run.attempt > 1) metrics.backgroundRetries.inc();
     try {
       const outcome = await this.executed(run, execution, log);
-      if (execution.handingBack()) {
-        await this.deps.records.setRunStatus(run.userId, run.threadId, run.runId, "pending", Date.now());
+      // Pending again, unless it reached its final status on the way (one already final when it was
+      // claimed, or ended before it could start): that stays, and its next claim drops it.
+      if (execution.handingBack() && (await this.deps.records.runHandedBack(run.userId, run.threadId, run.runId, Date.now()))) {
         log.info("background run handed back");
       }
       return outcome;

@@ -107,13 +107,19 @@ export async function confirmEnd(held: LosableRun, renew: () => Promise<boolean>
   return held.ending;
 }
 
+/** Execution.handingBack of an engine: a run lost to another attempt is not this one's to give back, whatever came first. */
+export function handedBack(held: LosableRun): boolean {
+  return held.handingBack && !held.lost;
+}
+
 /**
  * Stop a held run to give it back to the queue as its worker drains: it is pending again, and an
  * attempt elsewhere continues it. A run whose end this attempt writes (confirmEnd) is over: it is
- * left to finish here, so its end is not undone (its record set back to pending, the run queued again).
+ * left to finish here, so its end is not undone (its record set back to pending, the run queued again);
+ * one lost to another attempt is that attempt's, and stays as it is.
  */
 export function handBackRun(held: LosableRun): void {
-  if (held.ending) return;
+  if (held.ending || held.lost) return;
   held.handingBack = true;
   held.control.abort(new RunAborted("shutdown"));
 }

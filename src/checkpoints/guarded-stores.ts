@@ -107,6 +107,10 @@ export class GuardedPlatformRecords implements PlatformRecords {
     return this.gate.run(({ platform }) => platform.putRun(run));
   }
 
+  runHandedBack(userId: string, threadId: string, runId: string, now: number): Promise<boolean> {
+    return this.gate.run(({ platform }) => platform.runHandedBack(userId, threadId, runId, now));
+  }
+
   setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined> {
     return this.gate.run(({ platform }) => platform.setRunStatus(userId, threadId, runId, status, now, base));
   }

@@ -246,6 +246,7 @@ export class SqlitePlatformRecords implements PlatformRecords {
   private readonly countStmt;
   private readonly putRunStmt;
   private readonly setRunStatusStmt;
+  private readonly handedBackStmt;
   private readonly getRunStmt;
   private readonly getRunWithThreadStmt;
   private readonly listRunsStmt;
@@ -286,6 +287,9 @@ ORDER BY ${orderBy({ sortBy, sortOrder })} LIMIT @limit OFFSET @offset`;
     this.putRunStmt = db.prepare(putRunSql(runs, () => "?"));
     this.setRunStatusStmt = db.prepare(
       `UPDATE ${runs} SET status = ?, updated_at = ?, base = COALESCE(base, ?) WHERE user_id = ? AND thread_id = ? AND run_id = ? RETURNING ${RUN_COLUMNS}`,
+    );
+    this.handedBackStmt = db.prepare(
+      `UPDATE ${runs} SET status = 'pending', updated_at = ? WHERE user_id = ? AND thread_id = ? AND run_id = ? AND status NOT IN (${FINISHED_LIST})`,
     );
     this.getRunStmt = db.prepare(`SELECT ${RUN_COLUMNS} FROM ${runs} WHERE user_id = ? AND thread_id = ? AND run_id = ?`);
     this.getRunWithThreadStmt = db.prepare(
@@ -386,6 +390,10 @@ ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
 
   async runEnded(userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): Promise<void> {
     this.ended.immediate(userId, threadId, runId, status, threadStatus, now);
+  }
+
+  async runHandedBack(userId: string, threadId: string, runId: string, now: number): Promise<boolean> {
+    return this.handedBackStmt.run(now, userId, threadId, runId).changes > 0;
   }
 
   async setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined> {
@@ -589,6 +597,14 @@ UPDATE ${this.threads} SET status = 'busy', updated_at = $10 WHERE user_id = $1 
 UPDATE ${this.threads} SET status = $6, updated_at = $5 WHERE user_id = $1 AND thread_id = $2`,
       [userId, threadId, runId, status, now, threadStatus],
     );
+  }
+
+  async runHandedBack(userId: string, threadId: string, runId: string, now: number): Promise<boolean> {
+    const result = await this.pool.query(
+      `UPDATE ${this.runs} SET status = 'pending', updated_at = $4 WHERE user_id = $1 AND thread_id = $2 AND run_id = $3 AND status NOT IN (${FINISHED_LIST})`,
+      [userId, threadId, runId, now],
+    );
+    return (result.rowCount ?? 0) > 0;
   }
 
   async setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined> {

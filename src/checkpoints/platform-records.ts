@@ -138,6 +138,11 @@ export interface PlatformRecords {
   runStarted(run: PlatformRun, accepted: boolean): Promise<void>;
   /** A run ends, in one transaction: its status and time, and its thread's status after it. */
   runEnded(userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): Promise<void>;
+  /**
+   * A background run goes back to its queue (its worker drains): `pending` again, unless it reached
+   * a final status meanwhile, which stays; false then (or when there is no such run).
+   */
+  runHandedBack(userId: string, threadId: string, runId: string, now: number): Promise<boolean>;
   getRun(userId: string, threadId: string, runId: string): Promise<PlatformRun | undefined>;
   /** A run's record and its thread's, in one read; undefined when the user has no such run on that thread. */
   getRunWithThread(userId: string, threadId: string, runId: string): Promise<RunWithThread | undefined>;
@@ -325,6 +330,13 @@ export class MemoryPlatformRecords implements PlatformRecords {
     const updated: PlatformRun = { ...run, status, updatedAt: now, base: run.base ?? (base ? jsonCopy(base) : null) };
     runs.set(runId, updated);
     return runCopy(updated);
+  }
+
+  async runHandedBack(userId: string, threadId: string, runId: string, now: number): Promise<boolean> {
+    const run = this.runs.get(keyOf(userId, threadId))?.get(runId);
+    if (!run || FINISHED.has(run.status)) return false;
+    await this.setRunStatus(userId, threadId, runId, "pending", now);
+    return true;
   }
 
   async runStarted(run: PlatformRun, accepted: boolean): Promise<void> {

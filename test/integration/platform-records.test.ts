@@ -426,6 +426,24 @@ for (const [name, make] of [["memory", memory], ["filedb", sqlite], ["serverdb",
       assert.equal((await store.getThread(BOB, "t"))?.status, "idle");
     });
 
+    test("a run handed back is pending again, unless it reached a final status meanwhile; another user's is out of reach", async () => {
+      const store = await records();
+      await store.createThread(thread("handed"));
+      await store.putRun(run("handed", "executing", { status: "running" }));
+      await store.putRun(run("handed", "ended", { status: "success", updatedAt: 2_000 }));
+      assert.equal(await store.runHandedBack(ALICE, "handed", "executing", 3_000), true);
+      assert.deepEqual(await store.getRun(ALICE, "handed", "executing"), run("handed", "executing", { status: "pending", updatedAt: 3_000 }));
+      for (const status of ["success", "error", "timeout", "interrupted"] as const) {
+        await store.setRunStatus(ALICE, "handed", "ended", status, 2_000);
+        assert.equal(await store.runHandedBack(ALICE, "handed", "ended", 4_000), false, status);
+        assert.equal((await store.getRun(ALICE, "handed", "ended"))?.status, status);
+        assert.equal((await store.getRun(ALICE, "handed", "ended"))?.updatedAt, 2_000);
+      }
+      assert.equal(await store.runHandedBack(BOB, "handed", "executing", 5_000), false);
+      assert.equal(await store.runHandedBack(ALICE, "handed", "missing", 5_000), false);
+      assert.equal((await store.getRun(ALICE, "handed", "executing"))?.updatedAt, 3_000);
+    });
+
     test("a run's kwargs come back as given, a \\u0000 in the input included", async () => {
       const store = await records();
       await store.createThread(thread("t"));

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { Writable } from "node:stream";
 import { after, test } from "node:test";
 import { Redis } from "ioredis";
-import { BullmqRunQueue } from "../../src/background/bullmq-engine.ts";
+import { BullmqRunQueue, RUN_QUEUE } from "../../src/background/bullmq-engine.ts";
 import { DatabaseRunQueue } from "../../src/background/database-engine.ts";
 import type { Execution, RunQueueEngine } from "../../src/background/run-queue-engine.ts";
 import { MemoryRunQueue } from "../../src/checkpoints/run-queue.ts";
@@ -29,21 +29,41 @@ after(async () => {
   admin.disconnect();
 });
 
-const ENGINES: ReadonlyArray<{ readonly name: string; make(): RunQueueEngine }> = [
-  { name: "database", make: () => new DatabaseRunQueue(new MemoryRunQueue(), { leaseMs: 30_000, pollMs: 50, logger }) },
+/**
+ * Each engine, with a lease of `leaseMs`, and how to take a run's claim from it as another attempt
+ * would once its worker was away past the lease.
+ */
+const ENGINES: ReadonlyArray<{ readonly name: string; make(leaseMs?: number): { queue: RunQueueEngine; takeOver(runId: string): Promise<void> } }> = [
+  {
+    name: "database",
+    make: (leaseMs = 30_000) => {
+      const store = new MemoryRunQueue();
+      const takeOver = async (runId: string) => {
+        const [row] = await store.onThread("alice", threadOf.get(runId)!);
+        await store.release(runId, row!.leaseOwner!, Date.now(), false);
+        assert.equal((await store.claim("another-worker", Date.now(), Date.now() + 60_000, 1))[0]?.runId, runId);
+      };
+      return { queue: new DatabaseRunQueue(store, { leaseMs, pollMs: 50, logger }), takeOver };
+    },
+  },
   {
     name: "bullmq",
-    make: () => {
+    make: (leaseMs = 30_000) => {
       const keyPrefix = `agenthost-test:${randomUUID()}`;
       prefixes.push(keyPrefix);
-      return new BullmqRunQueue({ url: REDIS_URL, keyPrefix, leaseMs: 30_000, pollMs: 50, logger });
+      const takeOver = async (runId: string) => {
+        await admin.set(`${keyPrefix}:bull:${RUN_QUEUE}:${runId}:lock`, "another-attempt", "PX", 60_000);
+      };
+      return { queue: new BullmqRunQueue({ url: REDIS_URL, keyPrefix, leaseMs, pollMs: 50, logger }), takeOver };
     },
   },
 ];
+/** The thread of each run the tests add. */
+const threadOf = new Map<string, string>();
 
 for (const { name, make } of ENGINES) {
   test(`${name} engine: a drain hands back a run that has not confirmed its end, and lets one that has finish, out of the queue`, async () => {
-    const queue = make();
+    const { queue } = make();
     /** What each attempt saw once the test let it go on: whether it was handed back or stopped. */
     const seen = new Map<string, { attempt: number; handingBack: boolean; aborted: boolean }>();
     const confirmed = new Set<string>();
@@ -80,6 +100,38 @@ for (const { name, make } of ENGINES) {
     // The ended run left the queue; the handed-back one waits there for another worker.
     assert.deepEqual(await queue.onThread("alice", ends.threadId), []);
     assert.deepEqual(await queue.onThread("alice", runs.threadId), [runs.runId]);
+    await queue.close();
+  });
+}
+
+for (const { name, make } of ENGINES) {
+  test(`${name} engine: a run lost to another attempt is not handed back by a drain that comes after`, async () => {
+    // A short lease: its renewal, every third of it, finds the claim gone.
+    const { queue, takeOver } = make(600);
+    const seen: Array<{ handingBack: boolean }> = [];
+    let gate!: () => void;
+    const held = new Promise<void>((resolve) => (gate = resolve));
+    let lost = false;
+    queue.start(async (_claimed, execution: Execution) => {
+      assert.equal(await execution.started("head"), true);
+      execution.control.signal.addEventListener("abort", () => (lost = true), { once: true });
+      // Its graph unwinds slowly after the abort: the drain comes meanwhile.
+      await held;
+      seen.push({ handingBack: execution.handingBack() });
+      return "done";
+    }, 1);
+    const taken = { runId: randomUUID(), userId: "alice", threadId: `lost-${randomUUID()}`, availableAt: Date.now(), caller: {} };
+    threadOf.set(taken.runId, taken.threadId);
+    await queue.add(taken);
+    queue.wake();
+    await waitFor(async () => (await queue.depth()).executing === 1, "the run executes");
+    await takeOver(taken.runId);
+    await waitFor(() => lost, "the attempt hears it lost its lease");
+    const drained = queue.handBack();
+    gate();
+    await drained;
+    // Not this attempt's to give back: the attempt that holds it ends it.
+    assert.deepEqual(seen, [{ handingBack: false }]);
     await queue.close();
   });
 }
