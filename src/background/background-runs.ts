@@ -208,6 +208,9 @@ export class BackgroundRuns implements BackgroundWork {
   private async dropQueued(userId: string, threadId: string, runId: string, action: "interrupt" | "rollback"): Promise<boolean> {
     const { records, queue } = this.deps;
     if (!(await queue.removeQueued(runId))) return false;
+    // One whose end is written already (it was queued again as its worker drained) only leaves the queue.
+    const run = await records.getRun(userId, threadId, runId);
+    if (!run || FINAL.has(run.status)) return true;
     if (action === "rollback") await records.deleteRun(userId, threadId, runId);
     else this.notify(await records.setRunStatus(userId, threadId, runId, "interrupted", Date.now()));
     this.deps.runs.recorded(runId, action === "rollback" ? undefined : "interrupted");
@@ -290,7 +293,9 @@ export class BackgroundRuns implements BackgroundWork {
         if (error.kind === "user_run_limit") log.debug({ user_id: userId }, "background run waits for a run slot of its user");
         return "busy";
       }
-      if (takenOver) return "done";
+      // Stopped by its engine before it started (handed back as the worker drains, or lost to another
+      // attempt): whatever the refusal says, the run's end is not this attempt's to write.
+      if (takenOver || stoppedByEngine(execution)) return "done";
       log.warn({ error_code: error instanceof ServiceError ? error.kind : "error" }, "background run refused");
       await ended("error", this.errorOf(error, log));
       return "done";
@@ -376,4 +381,10 @@ export class BackgroundRuns implements BackgroundWork {
     await this.deps.queue.handBack();
     await this.webhooks.close();
   }
+}
+
+/** The engine took the run from this execution: handed back as its worker drains, or lost to another attempt. */
+function stoppedByEngine(execution: Execution): boolean {
+  const reason: unknown = execution.control.signal.reason;
+  return execution.handingBack() || (reason instanceof RunAborted && reason.reason === "lock_lost");
 }

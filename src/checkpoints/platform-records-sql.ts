@@ -246,7 +246,7 @@ export class SqlitePlatformRecords implements PlatformRecords {
   private readonly countStmt;
   private readonly putRunStmt;
   private readonly setRunStatusStmt;
-  private readonly handedBackStmt;
+  private readonly handedBack;
   private readonly getRunStmt;
   private readonly getRunWithThreadStmt;
   private readonly listRunsStmt;
@@ -288,9 +288,6 @@ ORDER BY ${orderBy({ sortBy, sortOrder })} LIMIT @limit OFFSET @offset`;
     this.setRunStatusStmt = db.prepare(
       `UPDATE ${runs} SET status = ?, updated_at = ?, base = COALESCE(base, ?) WHERE user_id = ? AND thread_id = ? AND run_id = ? RETURNING ${RUN_COLUMNS}`,
     );
-    this.handedBackStmt = db.prepare(
-      `UPDATE ${runs} SET status = 'pending', updated_at = ? WHERE user_id = ? AND thread_id = ? AND run_id = ? AND status NOT IN (${FINISHED_LIST})`,
-    );
     this.getRunStmt = db.prepare(`SELECT ${RUN_COLUMNS} FROM ${runs} WHERE user_id = ? AND thread_id = ? AND run_id = ?`);
     this.getRunWithThreadStmt = db.prepare(
       `SELECT ${RUN_WITH_THREAD_COLUMNS} FROM ${runs} AS r JOIN ${threads} AS t ON t.user_id = r.user_id AND t.thread_id = r.thread_id
@@ -322,6 +319,14 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
     this.ended = db.transaction((userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): void => {
       runStatusStmt.run(status, now, null, userId, threadId, runId);
       threadStatusStmt.run(threadStatus, now, userId, threadId);
+    });
+    const handedBackStmt = db.prepare(
+      `UPDATE ${runs} SET status = 'pending', updated_at = ? WHERE user_id = ? AND thread_id = ? AND run_id = ? AND status NOT IN (${FINISHED_LIST})`,
+    );
+    this.handedBack = db.transaction((userId: string, threadId: string, runId: string, now: number): boolean => {
+      if (handedBackStmt.run(now, userId, threadId, runId).changes === 0) return false;
+      threadStatusStmt.run("idle", now, userId, threadId);
+      return true;
     });
     this.delete = db.transaction((userId: string, threadId: string): boolean => {
       this.deleteRunsStmt.run(userId, threadId);
@@ -393,7 +398,7 @@ ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
   }
 
   async runHandedBack(userId: string, threadId: string, runId: string, now: number): Promise<boolean> {
-    return this.handedBackStmt.run(now, userId, threadId, runId).changes > 0;
+    return this.handedBack(userId, threadId, runId, now);
   }
 
   async setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined> {
@@ -600,11 +605,15 @@ UPDATE ${this.threads} SET status = $6, updated_at = $5 WHERE user_id = $1 AND t
   }
 
   async runHandedBack(userId: string, threadId: string, runId: string, now: number): Promise<boolean> {
-    const result = await this.pool.query(
-      `UPDATE ${this.runs} SET status = 'pending', updated_at = $4 WHERE user_id = $1 AND thread_id = $2 AND run_id = $3 AND status NOT IN (${FINISHED_LIST})`,
+    // One statement: the run pending again unless its status is final, and then its thread idle.
+    const { rows } = await this.pool.query<{ handed: number }>(
+      `WITH run AS (UPDATE ${this.runs} SET status = 'pending', updated_at = $4
+  WHERE user_id = $1 AND thread_id = $2 AND run_id = $3 AND status NOT IN (${FINISHED_LIST}) RETURNING 1),
+thread AS (UPDATE ${this.threads} SET status = 'idle', updated_at = $4 WHERE user_id = $1 AND thread_id = $2 AND EXISTS (SELECT 1 FROM run))
+SELECT count(*)::int AS handed FROM run`,
       [userId, threadId, runId, now],
     );
-    return (result.rowCount ?? 0) > 0;
+    return (rows[0]?.handed ?? 0) > 0;
   }
 
   async setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined> {

@@ -431,13 +431,18 @@ for (const [name, make] of [["memory", memory], ["filedb", sqlite], ["serverdb",
       await store.createThread(thread("handed"));
       await store.putRun(run("handed", "executing", { status: "running" }));
       await store.putRun(run("handed", "ended", { status: "success", updatedAt: 2_000 }));
+      await store.updateThread(ALICE, "handed", { status: "busy", now: 2_500 });
       assert.equal(await store.runHandedBack(ALICE, "handed", "executing", 3_000), true);
       assert.deepEqual(await store.getRun(ALICE, "handed", "executing"), run("handed", "executing", { status: "pending", updatedAt: 3_000 }));
+      const idle = await store.getThread(ALICE, "handed");
+      assert.deepEqual([idle?.status, idle?.updatedAt], ["idle", 3_000], "its thread is idle again");
+      await store.updateThread(ALICE, "handed", { status: "busy", now: 3_500 });
       for (const status of ["success", "error", "timeout", "interrupted"] as const) {
         await store.setRunStatus(ALICE, "handed", "ended", status, 2_000);
         assert.equal(await store.runHandedBack(ALICE, "handed", "ended", 4_000), false, status);
         assert.equal((await store.getRun(ALICE, "handed", "ended"))?.status, status);
         assert.equal((await store.getRun(ALICE, "handed", "ended"))?.updatedAt, 2_000);
+        assert.equal((await store.getThread(ALICE, "handed"))?.status, "busy", "nothing changes");
       }
       assert.equal(await store.runHandedBack(BOB, "handed", "executing", 5_000), false);
       assert.equal(await store.runHandedBack(ALICE, "handed", "missing", 5_000), false);
