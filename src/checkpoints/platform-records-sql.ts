@@ -324,8 +324,10 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
       `UPDATE ${runs} SET status = 'pending', updated_at = ? WHERE user_id = ? AND thread_id = ? AND run_id = ? AND status NOT IN (${FINISHED_LIST})`,
     );
     this.handedBack = db.transaction((userId: string, threadId: string, runId: string, now: number): boolean => {
+      const before = this.getRunStmt.get(userId, threadId, runId) as RunRow | undefined;
       if (handedBackStmt.run(now, userId, threadId, runId).changes === 0) return false;
-      threadStatusStmt.run("idle", now, userId, threadId);
+      // Only a run that started made its thread busy; one that never did leaves it as it was.
+      if (before?.status === "running") threadStatusStmt.run("idle", now, userId, threadId);
       return true;
     });
     this.delete = db.transaction((userId: string, threadId: string): boolean => {
@@ -605,11 +607,14 @@ UPDATE ${this.threads} SET status = $6, updated_at = $5 WHERE user_id = $1 AND t
   }
 
   async runHandedBack(userId: string, threadId: string, runId: string, now: number): Promise<boolean> {
-    // One statement: the run pending again unless its status is final, and then its thread idle.
+    // One statement: the run pending again unless its status is final; its thread idle if the run had
+    // started (only then did it make the thread busy). Both CTEs see the run as it was before.
     const { rows } = await this.pool.query<{ handed: number }>(
-      `WITH run AS (UPDATE ${this.runs} SET status = 'pending', updated_at = $4
+      `WITH before AS (SELECT status FROM ${this.runs} WHERE user_id = $1 AND thread_id = $2 AND run_id = $3),
+run AS (UPDATE ${this.runs} SET status = 'pending', updated_at = $4
   WHERE user_id = $1 AND thread_id = $2 AND run_id = $3 AND status NOT IN (${FINISHED_LIST}) RETURNING 1),
-thread AS (UPDATE ${this.threads} SET status = 'idle', updated_at = $4 WHERE user_id = $1 AND thread_id = $2 AND EXISTS (SELECT 1 FROM run))
+thread AS (UPDATE ${this.threads} SET status = 'idle', updated_at = $4 WHERE user_id = $1 AND thread_id = $2
+  AND EXISTS (SELECT 1 FROM run) AND EXISTS (SELECT 1 FROM before WHERE status = 'running'))
 SELECT count(*)::int AS handed FROM run`,
       [userId, threadId, runId, now],
     );

@@ -139,9 +139,9 @@ export interface PlatformRecords {
   /** A run ends, in one transaction: its status and time, and its thread's status after it. */
   runEnded(userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): Promise<void>;
   /**
-   * A background run goes back to its queue (its worker drains): `pending` again and its thread
-   * `idle`, in one write, unless the run reached a final status meanwhile: then nothing changes,
-   * and false (also when there is no such run).
+   * A background run goes back to its queue (its worker drains): `pending` again and, if it had
+   * started (and so made its thread busy), its thread `idle`, in one write; unless the run reached a
+   * final status meanwhile: then nothing changes, and false (also when there is no such run).
    */
   runHandedBack(userId: string, threadId: string, runId: string, now: number): Promise<boolean>;
   getRun(userId: string, threadId: string, runId: string): Promise<PlatformRun | undefined>;
@@ -337,7 +337,7 @@ export class MemoryPlatformRecords implements PlatformRecords {
     const run = this.runs.get(keyOf(userId, threadId))?.get(runId);
     if (!run || FINISHED.has(run.status)) return false;
     await this.setRunStatus(userId, threadId, runId, "pending", now);
-    this.setThreadStatus(userId, threadId, "idle", now);
+    if (run.status === "running") this.setThreadStatus(userId, threadId, "idle", now);
     return true;
   }
 

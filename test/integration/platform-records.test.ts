@@ -437,6 +437,9 @@ for (const [name, make] of [["memory", memory], ["filedb", sqlite], ["serverdb",
       const idle = await store.getThread(ALICE, "handed");
       assert.deepEqual([idle?.status, idle?.updatedAt], ["idle", 3_000], "its thread is idle again");
       await store.updateThread(ALICE, "handed", { status: "busy", now: 3_500 });
+      // One that never started (pending) did not make the thread busy: the thread stays as it is.
+      assert.equal(await store.runHandedBack(ALICE, "handed", "executing", 3_600), true);
+      assert.equal((await store.getThread(ALICE, "handed"))?.status, "busy", "another run's busy stays");
       for (const status of ["success", "error", "timeout", "interrupted"] as const) {
         await store.setRunStatus(ALICE, "handed", "ended", status, 2_000);
         assert.equal(await store.runHandedBack(ALICE, "handed", "ended", 4_000), false, status);
@@ -446,7 +449,7 @@ for (const [name, make] of [["memory", memory], ["filedb", sqlite], ["serverdb",
       }
       assert.equal(await store.runHandedBack(BOB, "handed", "executing", 5_000), false);
       assert.equal(await store.runHandedBack(ALICE, "handed", "missing", 5_000), false);
-      assert.equal((await store.getRun(ALICE, "handed", "executing"))?.updatedAt, 3_000);
+      assert.equal((await store.getRun(ALICE, "handed", "executing"))?.updatedAt, 3_600);
     });
 
     test("a run's kwargs come back as given, a \\u0000 in the input included", async () => {
