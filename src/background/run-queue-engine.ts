@@ -116,10 +116,12 @@ export function handedBack(held: LosableRun): boolean {
  * Stop a held run to give it back to the queue as its worker drains: it is pending again, and an
  * attempt elsewhere continues it. A run whose end this attempt writes (confirmEnd) is over: it is
  * left to finish here, so its end is not undone (its record set back to pending, the run queued again);
- * one lost to another attempt is that attempt's, and stays as it is.
+ * so is one stopped already (a cancel, its deadline), which ends as that; one lost to another attempt is
+ * that attempt's, and stays as it is.
  */
 export function handBackRun(held: LosableRun): void {
-  if (held.ending || held.lost) return;
+  // Stopped already (cancelled, past its deadline, lost): it ends as that, here, not elsewhere again.
+  if (held.ending || held.lost || held.control.signal.aborted) return;
   held.handingBack = true;
   held.control.abort(new RunAborted("shutdown"));
 }

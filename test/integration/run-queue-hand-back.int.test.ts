@@ -13,6 +13,7 @@ import { BullmqRunQueue, RUN_QUEUE } from "../../src/background/bullmq-engine.ts
 import { DatabaseRunQueue } from "../../src/background/database-engine.ts";
 import type { Execution, RunQueueEngine } from "../../src/background/run-queue-engine.ts";
 import { MemoryRunQueue } from "../../src/checkpoints/run-queue.ts";
+import { RunAborted } from "../../src/errors/classify.ts";
 import { createLogger } from "../../src/observability/logger.ts";
 import { waitFor } from "../helpers/raw-http.ts";
 import { REDIS_URL } from "../helpers/redis.ts";
@@ -132,6 +133,35 @@ for (const { name, make } of ENGINES) {
     await drained;
     // Not this attempt's to give back: the attempt that holds it ends it.
     assert.deepEqual(seen, [{ handingBack: false }]);
+    await queue.close();
+  });
+}
+
+for (const { name, make } of ENGINES) {
+  test(`${name} engine: a run stopped already (cancelled) when the drain comes is not handed back: it ends as cancelled`, async () => {
+    const { queue } = make();
+    const seen: Array<{ handingBack: boolean; reason: unknown }> = [];
+    let gate!: () => void;
+    const held = new Promise<void>((resolve) => (gate = resolve));
+    let cancelled = false;
+    queue.start(async (_claimed, execution: Execution) => {
+      assert.equal(await execution.started("head"), true);
+      // Its cancel stops it; its graph is still unwinding when the drain comes.
+      execution.control.abort(new RunAborted("cancelled"));
+      cancelled = true;
+      await held;
+      seen.push({ handingBack: execution.handingBack(), reason: (execution.control.signal.reason as RunAborted).reason });
+      return "done";
+    }, 1);
+    const stopped = { runId: randomUUID(), userId: "alice", threadId: `cancelled-${randomUUID()}`, availableAt: Date.now(), caller: {} };
+    await queue.add(stopped);
+    queue.wake();
+    await waitFor(() => cancelled, "the run is cancelled");
+    const drained = queue.handBack();
+    gate();
+    await drained;
+    assert.deepEqual(seen, [{ handingBack: false, reason: "cancelled" }]);
+    assert.deepEqual(await queue.onThread("alice", stopped.threadId), [], "it left the queue, ended");
     await queue.close();
   });
 }
