@@ -295,7 +295,7 @@ export class BackgroundRuns implements BackgroundWork {
       }
       // Stopped by its engine before it started (handed back as the worker drains, or lost to another
       // attempt): whatever the refusal says, the run's end is not this attempt's to write.
-      if (takenOver || stoppedByEngine(execution)) return "done";
+      if (takenOver || execution.takenAway()) return "done";
       log.warn({ error_code: error instanceof ServiceError ? error.kind : "error" }, "background run refused");
       await ended("error", this.errorOf(error, log));
       return "done";
@@ -383,8 +383,3 @@ export class BackgroundRuns implements BackgroundWork {
   }
 }
 
-/** The engine took the run from this execution: handed back as its worker drains, or lost to another attempt. */
-function stoppedByEngine(execution: Execution): boolean {
-  const reason: unknown = execution.control.signal.reason;
-  return execution.handingBack() || (reason instanceof RunAborted && reason.reason === "lock_lost");
-}

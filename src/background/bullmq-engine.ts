@@ -5,7 +5,7 @@ import type { NewQueuedRun } from "../checkpoints/run-queue.ts";
 import { throttledReport } from "../coordination/locks/redis-connection.ts";
 import { defineScript, type RedisScript } from "../coordination/redis-script.ts";
 import { connectionProblemForLog, type Logger } from "../observability/logger.ts";
-import { confirmEnd, handBackRun, handedBack, loseRun, type ClaimedRun, type Execute, type Execution, type LosableRun, type RunQueueEngine } from "./run-queue-engine.ts";
+import { confirmEnd, executionState, handBackRun, loseRun, type ClaimedRun, type Execute, type Execution, type LosableRun, type RunQueueEngine } from "./run-queue-engine.ts";
 
 /** The BullMQ queue of background runs. */
 export const RUN_QUEUE = "background-runs";
@@ -261,7 +261,7 @@ export class BullmqRunQueue implements RunQueueEngine {
           const renew = () => atMost(job.extendLock(token, this.options.leaseMs).then((renewed) => renewed === 1), Math.min(this.options.leaseMs, END_CHECK_WAIT_MS), true);
           return confirmEnd(held, renew, data.runId, this.options.logger);
         },
-        handingBack: () => handedBack(held),
+        ...executionState(held),
         started: async (base) => {
           if (held.lost || (await this.startScript(this.claimKey(data.runId), CLAIM_TTL_MS)) !== 1) return false;
           held.started = true;

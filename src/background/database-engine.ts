@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { NewQueuedRun, QueuedRun, RunQueueStore } from "../checkpoints/run-queue.ts";
 import type { Logger } from "../observability/logger.ts";
-import { confirmEnd, handBackRun, handedBack, loseRun, type Execute, type Execution, type LosableRun, type RunQueueEngine } from "./run-queue-engine.ts";
+import { confirmEnd, executionState, handBackRun, loseRun, type Execute, type Execution, type LosableRun, type RunQueueEngine } from "./run-queue-engine.ts";
 
 export interface DatabaseEngineOptions {
   /** BACKGROUND_RUN_LEASE, in milliseconds. */
@@ -127,7 +127,7 @@ export class DatabaseRunQueue implements RunQueueEngine {
     const execution: Execution = {
       control: held.control,
       writesEnd: () => confirmEnd(held, () => store.renew(run.runId, this.owner, Date.now() + leaseMs), run.runId, this.options.logger),
-      handingBack: () => handedBack(held),
+      ...executionState(held),
       started: async (base) => {
         if (await store.started(run.runId, this.owner, base)) return true;
         held.lost = true;

@@ -28,6 +28,8 @@ export interface Execution {
   writesEnd(): Promise<boolean>;
   /** Whether the run is being handed back to the queue (it is pending again, not ended). */
   handingBack(): boolean;
+  /** Whether the engine has taken the run from this execution: handed back, or lost to another attempt. */
+  takenAway(): boolean;
   /**
    * The run starts: this attempt holds its thread and has written nothing yet. The first start notes
    * the thread's latest checkpoint (`base`). From here on the run is executing: it can no longer be
@@ -107,9 +109,12 @@ export async function confirmEnd(held: LosableRun, renew: () => Promise<boolean>
   return held.ending;
 }
 
-/** Execution.handingBack of an engine: a run lost to another attempt is not this one's to give back, whatever came first. */
-export function handedBack(held: LosableRun): boolean {
-  return held.handingBack && !held.lost;
+/**
+ * Execution.handingBack and takenAway of an engine's hold: a run lost to another attempt is not this
+ * one's to give back, whatever came first.
+ */
+export function executionState(held: LosableRun): Pick<Execution, "handingBack" | "takenAway"> {
+  return { handingBack: () => held.handingBack && !held.lost, takenAway: () => held.handingBack || held.lost };
 }
 
 /**

@@ -12,7 +12,7 @@ import { Redis } from "ioredis";
 import { BullmqRunQueue, RUN_QUEUE } from "../../src/background/bullmq-engine.ts";
 import { DatabaseRunQueue } from "../../src/background/database-engine.ts";
 import type { Execution, RunQueueEngine } from "../../src/background/run-queue-engine.ts";
-import { MemoryRunQueue } from "../../src/checkpoints/run-queue.ts";
+import { MemoryRunQueue, type NewQueuedRun } from "../../src/checkpoints/run-queue.ts";
 import { RunAborted } from "../../src/errors/classify.ts";
 import { createLogger } from "../../src/observability/logger.ts";
 import { waitFor } from "../helpers/raw-http.ts";
@@ -34,13 +34,13 @@ after(async () => {
  * Each engine, with a lease of `leaseMs`, and how to take a run's claim from it as another attempt
  * would once its worker was away past the lease.
  */
-const ENGINES: ReadonlyArray<{ readonly name: string; make(leaseMs?: number): { queue: RunQueueEngine; takeOver(runId: string): Promise<void> } }> = [
+const ENGINES: ReadonlyArray<{ readonly name: string; make(leaseMs?: number): { queue: RunQueueEngine; takeOver(run: NewQueuedRun): Promise<void> } }> = [
   {
     name: "database",
     make: (leaseMs = 30_000) => {
       const store = new MemoryRunQueue();
-      const takeOver = async (runId: string) => {
-        const [row] = await store.onThread("alice", threadOf.get(runId)!);
+      const takeOver = async ({ runId, userId, threadId }: NewQueuedRun) => {
+        const [row] = await store.onThread(userId, threadId);
         await store.release(runId, row!.leaseOwner!, Date.now(), false);
         assert.equal((await store.claim("another-worker", Date.now(), Date.now() + 60_000, 1))[0]?.runId, runId);
       };
@@ -52,15 +52,13 @@ const ENGINES: ReadonlyArray<{ readonly name: string; make(leaseMs?: number): { 
     make: (leaseMs = 30_000) => {
       const keyPrefix = `agenthost-test:${randomUUID()}`;
       prefixes.push(keyPrefix);
-      const takeOver = async (runId: string) => {
+      const takeOver = async ({ runId }: NewQueuedRun) => {
         await admin.set(`${keyPrefix}:bull:${RUN_QUEUE}:${runId}:lock`, "another-attempt", "PX", 60_000);
       };
       return { queue: new BullmqRunQueue({ url: REDIS_URL, keyPrefix, leaseMs, pollMs: 50, logger }), takeOver };
     },
   },
 ];
-/** The thread of each run the tests add. */
-const threadOf = new Map<string, string>();
 
 for (const { name, make } of ENGINES) {
   test(`${name} engine: a drain hands back a run that has not confirmed its end, and lets one that has finish, out of the queue`, async () => {
@@ -122,11 +120,10 @@ for (const { name, make } of ENGINES) {
       return "done";
     }, 1);
     const taken = { runId: randomUUID(), userId: "alice", threadId: `lost-${randomUUID()}`, availableAt: Date.now(), caller: {} };
-    threadOf.set(taken.runId, taken.threadId);
     await queue.add(taken);
     queue.wake();
     await waitFor(async () => (await queue.depth()).executing === 1, "the run executes");
-    await takeOver(taken.runId);
+    await takeOver(taken);
     await waitFor(() => lost, "the attempt hears it lost its lease");
     const drained = queue.handBack();
     gate();
