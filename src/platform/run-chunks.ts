@@ -5,7 +5,7 @@ import { startTogether } from "../admission/start-together.ts";
 import type { RunStatus } from "../checkpoints/platform-records.ts";
 import type { StreamMode } from "../contract/platform.ts";
 import type { RunExecutor } from "../conversations/turns.ts";
-import { messagesOfUpdate } from "../runs/execute.ts";
+import { messagesOfUpdate, reportUsage } from "../runs/execute.ts";
 import type { PreparedRun } from "../runs/prepare.ts";
 import { tokensOf } from "../runs/usage.ts";
 import { messageDict, wireValue } from "./wire-values.ts";
@@ -107,6 +107,21 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
         const data = mode === "messages" ? messageTuple(payload, run) : wireValue(payload);
         if (root && mode === "values") endWire = data as Record<string, unknown>;
         yield { event: (EVENT_NAME[mode] ?? mode) + suffix, data };
+      }
+      if (modes.length === 0) {
+        // Only the end is asked for (runs/wait): the graph runs as the own API's invoke runs it, its
+        // values alone streamed inside LangGraph, with the interrupts it ended on among them.
+        const state: unknown = await run.agent.graph.invoke(run.input, { ...run.graphConfig, signal });
+        if (run.usage) reportUsage(run, state);
+        if (state === null || typeof state !== "object" || Array.isArray(state)) {
+          outcome.values = state === undefined ? undefined : (wireValue(state) as Record<string, unknown>);
+          return;
+        }
+        const { __interrupt__: interrupts, ...values } = state as Record<string, unknown>;
+        if (Array.isArray(interrupts)) outcome.interrupts.push(...(wireValue(interrupts) as unknown[]));
+        // A run that paused before any values has none but its interrupts, as when streamed.
+        outcome.values = interrupts !== undefined && Object.keys(values).length === 0 ? undefined : (wireValue(values) as Record<string, unknown>);
+        return;
       }
       const options = { ...run.graphConfig, signal, streamMode: graphModes, subgraphs };
       if (events) {

@@ -28,7 +28,7 @@ function lastMessage(state: unknown): BaseMessage | undefined {
 }
 
 /** Report the tokens of the messages a run answered whole added: those of its final state after the ones it started with. */
-function reportUsage(run: PreparedRun, state: unknown): void {
+export function reportUsage(run: PreparedRun, state: unknown): void {
   const messages = (state as { messages?: unknown } | undefined)?.messages;
   if (!run.usage || !Array.isArray(messages)) return;
   for (const message of messages.slice(run.messagesBefore ?? 0)) if (isBaseMessage(message)) run.usage(tokensOf(message));

@@ -256,6 +256,24 @@ for (const make of [memoryBackend, sqliteBackend, postgresBackend]) {
       assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
     });
 
+    test("runs.wait on a run that pauses answers the values it paused with and its __interrupt__", async () => {
+      const thread = await client.threads.create();
+      const paused = (await client.runs.wait(thread.thread_id, "ask-name", { input: { messages: [{ role: "user", content: "hi there" }] } })) as {
+        messages?: Array<{ content: unknown }>;
+        __interrupt__?: Array<{ value: unknown }>;
+      };
+      assert.equal(paused.__interrupt__?.length, 1);
+      assert.equal(paused.__interrupt__?.[0]?.value, "What is your name?");
+      assert.deepEqual(
+        paused.messages?.map((message) => message.content),
+        ["hi there"],
+      );
+      assert.equal((await client.threads.get(thread.thread_id)).status, "interrupted");
+      const resumed = await client.runs.wait(thread.thread_id, "ask-name", { command: { resume: "Grace" } });
+      assert.equal(messagesOf(resumed).at(-1)!.content, "Hello, Grace!");
+      assert.equal((resumed as { __interrupt__?: unknown }).__interrupt__, undefined);
+    });
+
     test("a busy thread refuses a second run (409); cancel stops the first, whose stream ends with an error event", async () => {
       const thread = await client.threads.create();
       let runId: string | undefined;
