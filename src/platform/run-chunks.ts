@@ -20,7 +20,10 @@ export interface PlatformEvent {
 
 /** What a run's graph was asked to stream, and what it answers once it ends. */
 export interface RunOutcome {
-  /** The last values the graph streamed (its state when it ended), as wire JSON; set once its stream has ended. */
+  /**
+   * The run's state when it ended, as wire JSON: set once the graph has ended, for a run that asked
+   * for nothing but its end (runs/wait) or that streams `values`; undefined for other streams.
+   */
   values: Record<string, unknown> | undefined;
   /** Interrupts the run ended on, as wire JSON. */
   interrupts: unknown[];
@@ -59,15 +62,17 @@ export function servedMode(mode: StreamMode): boolean {
  * The run's graph as Platform events, numbered from 1: `metadata` first (the run's id, its thread's
  * and the attempt), then each chunk of the modes asked for, named as the SDK expects (`values`,
  * `updates`, `messages` for messages-tuple, `messages/metadata`, `messages/partial` and
- * `messages/complete` for the older messages mode, with `|<namespace>` for a subgraph's). `updates` and
- * `values` are always taken from the graph, so the run's end state and its interrupts are known
- * whether or not they were asked for; a run that pauses ends with a `values` event holding only
+ * `messages/complete` for the older messages mode, with `|<namespace>` for a subgraph's). `updates` is
+ * always taken from the graph, so the run's interrupts and the tokens it used are known whether or
+ * not they were asked for (the graph's `values` only when asked: a stream of the whole state at
+ * every step is the costliest mode, and only runs/wait needs the end state, which it gets from the
+ * graph's result); a run streaming `values` that pauses ends with a `values` event holding only
  * `__interrupt__`, as the SDK's hook reads it. Storage keys never reach the wire: a chunk's
  * metadata names the public thread id.
  */
 export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean, outcome: RunOutcome, attempt = 1): RunExecutor<PlatformEvent> {
   const asked = new Set(modes.map((mode) => GRAPH_MODE[mode]).filter((mode): mode is GraphStreamMode => mode !== undefined));
-  const graphModes = [...new Set<GraphStreamMode>([...asked, "values", "updates"])];
+  const graphModes = [...new Set<GraphStreamMode>([...asked, "updates"])];
   const tuples = modes.includes("messages-tuple");
   const events = modes.includes("events");
   const legacy = modes.includes("messages") ? new LegacyMessages() : undefined;
