@@ -230,21 +230,34 @@ function newestRunFirst(a: PlatformRun, b: PlatformRun): number {
   return b.createdAt - a.createdAt || compareText(a.runId, b.runId);
 }
 
-const threadCopy = (thread: PlatformThread): PlatformThread => ({ ...thread, metadata: jsonCopy(thread.metadata), ttlMs: thread.ttlMs ?? null });
+/** `value` and every object and array in it made read-only; `value` itself is returned. */
+function deepFrozen<T>(value: T): T {
+  if (value === null || typeof value !== "object" || Object.isFrozen(value)) return value;
+  for (const member of Object.values(value)) deepFrozen(member);
+  return Object.freeze(value);
+}
+
+/** A thread as the memory records keep it: its metadata a JSON copy, the whole frozen. */
+const storedThread = (thread: PlatformThread): PlatformThread => deepFrozen({ ...thread, metadata: jsonCopy(thread.metadata), ttlMs: thread.ttlMs ?? null });
 
 /** Whether the thread's time to live ran out by `now` (see PlatformRecords.expiredThreads). */
 export function threadExpired(thread: Pick<PlatformThread, "updatedAt" | "ttlMs">, now: number, defaultTtlMs: number | null): boolean {
   const ttl = thread.ttlMs ?? defaultTtlMs;
   return ttl !== null && thread.updatedAt + ttl <= now;
 }
-const runCopy = (run: PlatformRun): PlatformRun => ({ ...run, metadata: jsonCopy(run.metadata), kwargs: jsonCopy(run.kwargs), base: run.base ? jsonCopy(run.base) : null });
+/** A run as the memory records keep it: what it carries of JSON copied in one go, the whole frozen. */
+function storedRun(run: PlatformRun): PlatformRun {
+  const { metadata, kwargs, base } = jsonCopy({ metadata: run.metadata, kwargs: run.kwargs, base: run.base ?? null });
+  return deepFrozen({ ...run, metadata, kwargs, base });
+}
 
 /** A map key of several ids (JSON, so no separator can be forged by an id). */
 const keyOf = (...ids: string[]): string => JSON.stringify(ids);
 
 /**
  * The records of the memory backend: in this process, lost with it like its conversations. What
- * goes in and what comes out are copies, JSON as the database backends store it.
+ * goes in is copied, JSON as the database backends store it, and frozen; what comes out is the
+ * stored record itself, which no caller can change (a write stores a new one).
  */
 export class MemoryPlatformRecords implements PlatformRecords {
   /** Threads by [user, thread]. */
@@ -258,14 +271,13 @@ export class MemoryPlatformRecords implements PlatformRecords {
   async createThread(thread: Omit<PlatformThread, "updatedAt">): Promise<PlatformThread | undefined> {
     const key = keyOf(thread.userId, thread.threadId);
     if (this.threads.has(key)) return undefined;
-    const created: PlatformThread = threadCopy({ ...thread, updatedAt: thread.createdAt });
+    const created = storedThread({ ...thread, updatedAt: thread.createdAt });
     this.threads.set(key, created);
-    return threadCopy(created);
+    return created;
   }
 
   async getThread(userId: string, threadId: string): Promise<PlatformThread | undefined> {
-    const thread = this.threads.get(keyOf(userId, threadId));
-    return thread && threadCopy(thread);
+    return this.threads.get(keyOf(userId, threadId));
   }
 
   async openThread(thread: Omit<PlatformThread, "updatedAt">, conversationKeys: readonly string[]): Promise<OpenedThread | undefined> {
@@ -280,16 +292,16 @@ export class MemoryPlatformRecords implements PlatformRecords {
     const key = keyOf(userId, threadId);
     const thread = this.threads.get(key);
     if (!thread) return undefined;
-    const updated: PlatformThread = {
+    const updated: PlatformThread = deepFrozen({
       ...thread,
       metadata: changes.metadata ? { ...thread.metadata, ...jsonCopy(changes.metadata) } : thread.metadata,
       agentId: thread.agentId ?? changes.agentId ?? null,
       status: changes.status ?? thread.status,
       updatedAt: changes.now,
       ttlMs: changes.ttlMs ?? thread.ttlMs ?? null,
-    };
+    });
     this.threads.set(key, updated);
-    return threadCopy(updated);
+    return updated;
   }
 
   async deleteThread(userId: string, threadId: string): Promise<boolean> {
@@ -301,8 +313,7 @@ export class MemoryPlatformRecords implements PlatformRecords {
   async searchThreads(userId: string, search: ThreadSearch): Promise<PlatformThread[]> {
     return this.filtered(userId, search)
       .sort(threadOrder(search))
-      .slice(search.offset, search.offset + search.limit)
-      .map(threadCopy);
+      .slice(search.offset, search.offset + search.limit);
   }
 
   async countThreads(userId: string, search: ThreadFilters): Promise<number> {
@@ -313,24 +324,23 @@ export class MemoryPlatformRecords implements PlatformRecords {
     return [...this.threads.values()]
       .filter((thread) => thread.updatedAt >= from && threadExpired(thread, now, defaultTtlMs))
       .sort((a, b) => a.updatedAt - b.updatedAt)
-      .slice(0, limit)
-      .map(threadCopy);
+      .slice(0, limit);
   }
 
   async putRun(run: PlatformRun): Promise<void> {
     const key = keyOf(run.userId, run.threadId);
     let runs = this.runs.get(key);
     if (!runs) this.runs.set(key, (runs = new Map()));
-    runs.set(run.runId, runCopy(run));
+    runs.set(run.runId, storedRun(run));
   }
 
   async setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined> {
     const runs = this.runs.get(keyOf(userId, threadId));
     const run = runs?.get(runId);
     if (!runs || !run) return undefined;
-    const updated: PlatformRun = { ...run, status, updatedAt: now, base: run.base ?? (base ? jsonCopy(base) : null) };
+    const updated: PlatformRun = deepFrozen({ ...run, status, updatedAt: now, base: run.base ?? (base ? jsonCopy(base) : null) });
     runs.set(runId, updated);
-    return runCopy(updated);
+    return updated;
   }
 
   async runHandedBack(userId: string, threadId: string, runId: string, now: number): Promise<boolean> {
@@ -345,7 +355,7 @@ export class MemoryPlatformRecords implements PlatformRecords {
     const recorded = accepted ? this.runs.get(keyOf(run.userId, run.threadId))?.get(run.runId) : undefined;
     if (recorded) {
       const base = recorded.base ?? (run.base ? jsonCopy(run.base) : null);
-      this.runs.get(keyOf(run.userId, run.threadId))!.set(run.runId, { ...recorded, status: "running", updatedAt: run.updatedAt, base });
+      this.runs.get(keyOf(run.userId, run.threadId))!.set(run.runId, deepFrozen({ ...recorded, status: "running", updatedAt: run.updatedAt, base }));
     } else if (!accepted) await this.putRun(run);
     this.setThreadStatus(run.userId, run.threadId, "busy", run.updatedAt);
   }
@@ -353,25 +363,24 @@ export class MemoryPlatformRecords implements PlatformRecords {
   async runEnded(userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): Promise<void> {
     const runs = this.runs.get(keyOf(userId, threadId));
     const run = runs?.get(runId);
-    if (runs && run) runs.set(runId, { ...run, status, updatedAt: now });
+    if (runs && run) runs.set(runId, deepFrozen({ ...run, status, updatedAt: now }));
     this.setThreadStatus(userId, threadId, threadStatus, now);
   }
 
   private setThreadStatus(userId: string, threadId: string, status: ThreadStatus, now: number): void {
     const key = keyOf(userId, threadId);
     const thread = this.threads.get(key);
-    if (thread) this.threads.set(key, { ...thread, status, updatedAt: now });
+    if (thread) this.threads.set(key, deepFrozen({ ...thread, status, updatedAt: now }));
   }
 
   async getRun(userId: string, threadId: string, runId: string): Promise<PlatformRun | undefined> {
-    const run = this.runs.get(keyOf(userId, threadId))?.get(runId);
-    return run && runCopy(run);
+    return this.runs.get(keyOf(userId, threadId))?.get(runId);
   }
 
   async getRunWithThread(userId: string, threadId: string, runId: string): Promise<RunWithThread | undefined> {
     const run = this.runs.get(keyOf(userId, threadId))?.get(runId);
     const thread = this.threads.get(keyOf(userId, threadId));
-    return run && thread && { run: runCopy(run), thread: threadCopy(thread) };
+    return run && thread && { run, thread };
   }
 
   async listRuns(userId: string, threadId: string, page: { readonly offset: number; readonly limit: number; readonly status?: RunStatus }): Promise<PlatformRun[]> {
@@ -379,8 +388,7 @@ export class MemoryPlatformRecords implements PlatformRecords {
     return runs
       .filter((run) => page.status === undefined || run.status === page.status)
       .sort(newestRunFirst)
-      .slice(page.offset, page.offset + page.limit)
-      .map(runCopy);
+      .slice(page.offset, page.offset + page.limit);
   }
 
   async deleteRun(userId: string, threadId: string, runId: string): Promise<boolean> {

@@ -194,13 +194,37 @@ for (const [name, make] of [["memory", memory], ["filedb", sqlite], ["serverdb",
       assert.equal(await store.updateThread(ALICE, "absent", { now: 2_000 }), undefined);
     });
 
-    test("what comes back is a copy: changing it changes nothing stored", async () => {
+    test("what goes in is copied, and changing what comes back changes nothing stored", async () => {
       const store = await records();
-      const created = await store.createThread(thread("t", { metadata: { a: { b: 1 } } }));
-      (created!.metadata.a as JsonObject).b = 2;
+      // A database's records are fresh objects; the memory records' are the stored ones, frozen.
+      const change = (what: () => void) => {
+        try {
+          what();
+        } catch (error) {
+          assert.ok(error instanceof TypeError, String(error));
+        }
+      };
+      const metadata: JsonObject = { a: { b: 1 } };
+      const created = await store.createThread(thread("t", { metadata }));
+      (metadata.a as JsonObject).b = 5;
+      change(() => ((created!.metadata.a as JsonObject).b = 2));
       const got = await store.getThread(ALICE, "t");
-      got!.metadata.c = 3;
+      change(() => (got!.metadata.c = 3));
+      change(() => ((got as { status: string }).status = "busy"));
+      const [listed] = await store.searchThreads(ALICE, page({}));
+      change(() => (listed!.metadata.d = 4));
       assert.deepEqual((await store.getThread(ALICE, "t"))?.metadata, { a: { b: 1 } });
+      assert.equal((await store.getThread(ALICE, "t"))?.status, "idle");
+
+      const kwargs: JsonObject = { input: { messages: ["hi"] } };
+      await store.putRun(run("t", "r", { kwargs }));
+      (kwargs.input as { messages: string[] }).messages.push("later");
+      const stored = await store.getRun(ALICE, "t", "r");
+      change(() => (stored!.kwargs.input as { messages: string[] }).messages.push("changed"));
+      change(() => ((stored as { status: string }).status = "error"));
+      const [again] = await store.listRuns(ALICE, "t", { offset: 0, limit: 10 });
+      assert.deepEqual(again?.kwargs, { input: { messages: ["hi"] } });
+      assert.equal(again?.status, "pending");
     });
 
     test("metadata filters match every given key with an equal JSON value, exactly", async () => {
