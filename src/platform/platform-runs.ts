@@ -8,7 +8,7 @@ import type { RunCreateRequest, StreamMode } from "../contract/platform.ts";
 import type { RunCanceller } from "../coordination/cancel/run-canceller.ts";
 import { AgentRun, type RunEvents, type RunReporting } from "../conversations/agent-run.ts";
 import type { Conversation } from "../conversations/conversation-service.ts";
-import type { RunExecutor, Turns, UnderLock } from "../conversations/turns.ts";
+import type { Turns, UnderLock } from "../conversations/turns.ts";
 import { ServiceError } from "../errors/service-error.ts";
 import type { Logger } from "../observability/logger.ts";
 import { runEnvelope, type PreparedRun } from "../runs/prepare.ts";
@@ -16,7 +16,7 @@ import { classifyRunError } from "../runs/run-failure.ts";
 import type { Assistants } from "./assistants.ts";
 import type { PlatformCaller, PlatformThreads } from "./platform-threads.ts";
 import { RunWatch } from "./run-watch.ts";
-import { platformChunks, servedMode, type PlatformEvent, type RunOutcome } from "./run-chunks.ts";
+import { platformChunks, servedMode, type PlatformEvent, type RunOutcome, type RunRecording } from "./run-chunks.ts";
 import { stateFromWire } from "./wire-values.ts";
 
 export interface PlatformRunsDependencies {
@@ -269,15 +269,14 @@ export class PlatformRuns {
       return background ? background.started(head.checkpointId ?? "").then(() => run) : run;
     };
     const run = new AgentRun(this.deps.turns, this.deps.reporting, conversation, prepared, control, noteBase, logger, ticket && (async () => ticket));
-    const record = this.recorder(conversation, prepared, body, outcome, background, () => base);
-    const executor = platformChunks(answerOnly ? [] : modesOf(body), body.stream_subgraphs === true, outcome, background?.attempt);
-    const recorded: RunExecutor<PlatformEvent> = { mayBeFinal: executor.mayBeFinal, execute: (p, signal) => record(executor.execute(p, signal), signal) };
+    const recording = this.recorder(conversation, prepared, body, outcome, background, () => base);
+    const executor = platformChunks(answerOnly ? [] : modesOf(body), body.stream_subgraphs === true, outcome, background?.attempt, recording);
     return {
       run,
       threadId: conversation.threadId,
       stateless,
       outcome,
-      events: () => run.streamed(recorded),
+      events: () => run.streamed(executor),
     };
   }
 
@@ -382,54 +381,53 @@ export class PlatformRuns {
     outcome: RunOutcome,
     background: BackgroundExecution | undefined,
     baseOf: () => RunBase | undefined,
-  ) {
+  ): RunRecording {
     const { records } = this.deps;
     const watch = this.watch;
     const userId = conversation.userId;
     const threadId = conversation.threadId;
-    return async function* (events: AsyncGenerator<PlatformEvent, void, undefined>, signal: AbortSignal): AsyncGenerator<PlatformEvent, void, undefined> {
-      const now = Date.now();
-      // A background run's record exists since it was accepted (its kwargs are its whole request).
-      const run: PlatformRun = {
-        userId,
-        threadId,
-        runId: prepared.runId,
-        agentId: conversation.agent.name,
-        status: "running",
-        metadata: body.metadata ?? {},
-        kwargs: background ? {} : kwargsOf(body),
-        multitaskStrategy: body.multitask_strategy ?? "reject",
-        createdAt: now,
-        updatedAt: now,
-        base: baseOf() ?? null,
-      };
-      await records.runStarted(run, background !== undefined);
-      watch.changed(run.runId, "running");
-      let status: RunStatus = "error";
-      let threadStatus: ThreadStatus = "error";
-      try {
-        yield* events;
-        status = outcome.interrupts.length ? "interrupted" : "success";
-        threadStatus = outcome.interrupts.length ? "interrupted" : "idle";
-      } finally {
-        if (status === "error" && signal.aborted) {
+    return {
+      async started() {
+        const now = Date.now();
+        // A background run's record exists since it was accepted (its kwargs are its whole request).
+        const run: PlatformRun = {
+          userId,
+          threadId,
+          runId: prepared.runId,
+          agentId: conversation.agent.name,
+          status: "running",
+          metadata: body.metadata ?? {},
+          kwargs: background ? {} : kwargsOf(body),
+          multitaskStrategy: body.multitask_strategy ?? "reject",
+          createdAt: now,
+          updatedAt: now,
+          base: baseOf() ?? null,
+        };
+        await records.runStarted(run, background !== undefined);
+        watch.changed(run.runId, "running");
+      },
+      async ended(completed, signal) {
+        let status: RunStatus = "error";
+        let threadStatus: ThreadStatus = "error";
+        if (completed) {
+          status = outcome.interrupts.length ? "interrupted" : "success";
+          threadStatus = outcome.interrupts.length ? "interrupted" : "idle";
+        } else if (signal.aborted) {
           const reason = (signal.reason as { reason?: unknown } | undefined)?.reason;
           status = reason === "deadline" ? "timeout" : "interrupted";
           threadStatus = "idle";
         }
         // A background run handed back to the queue (or taken over) is not over: its record stays.
-        if (!background || (await background.writesEnd())) {
-          const end = Date.now();
-          // The record of how it ended must not turn a finished run into a failed one; written or
-          // not, the run is over here, and its waiters in this process learn so at once.
-          const written = await records.runEnded(userId, threadId, prepared.runId, status, threadStatus, end).then(
-            () => true,
-            () => false,
-          );
-          if (written) outcome.status = status;
-          watch.changed(prepared.runId, status);
-        }
-      }
+        if (background && !(await background.writesEnd())) return;
+        // The record of how it ended must not turn a finished run into a failed one; written or
+        // not, the run is over here, and its waiters in this process learn so at once.
+        const written = await records.runEnded(userId, threadId, prepared.runId, status, threadStatus, Date.now()).then(
+          () => true,
+          () => false,
+        );
+        if (written) outcome.status = status;
+        watch.changed(prepared.runId, status);
+      },
     };
   }
 }

@@ -34,6 +34,14 @@ export interface RunOutcome {
   status?: RunStatus;
 }
 
+/** What a run's record is told around its execution (PlatformRuns' recorder). */
+export interface RunRecording {
+  /** The run starts, before its first event. */
+  started(): Promise<void>;
+  /** Its events have ended: `completed` when the graph ran to its end (or paused), false when it failed or its consumer left. */
+  ended(completed: boolean, signal: AbortSignal): Promise<void>;
+}
+
 /** The graph's own stream modes behind each of the SDK's. */
 const GRAPH_MODE: Readonly<Partial<Record<StreamMode, GraphStreamMode>>> = {
   values: "values",
@@ -70,7 +78,7 @@ export function servedMode(mode: StreamMode): boolean {
  * `__interrupt__`, as the SDK's hook reads it. Storage keys never reach the wire: a chunk's
  * metadata names the public thread id.
  */
-export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean, outcome: RunOutcome, attempt = 1): RunExecutor<PlatformEvent> {
+export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean, outcome: RunOutcome, attempt = 1, recording?: RunRecording): RunExecutor<PlatformEvent> {
   const asked = new Set(modes.map((mode) => GRAPH_MODE[mode]).filter((mode): mode is GraphStreamMode => mode !== undefined));
   const graphModes = [...new Set<GraphStreamMode>([...asked, "updates"])];
   const tuples = modes.includes("messages-tuple");
@@ -81,79 +89,96 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
     // and both come after the lock is free; each event goes out as the graph makes it.
     mayBeFinal: () => false,
     async *execute(run: PreparedRun, signal: AbortSignal) {
-      // Numbered from 1, as a recorded run's events are (its record's sequence), so ids mean the same either way.
-      let id = 1;
-      // The root graph's last values: as the graph gave them, and as wire JSON once an event carried them.
-      let endState: unknown;
-      let endWire: Record<string, unknown> | undefined;
-      yield { event: "metadata", data: { run_id: run.runId, thread_id: run.threadId, attempt }, id: id++ };
-      await startTogether();
-      /** The Platform events of one chunk of the graph's stream. */
-      function* fromChunk(chunk: unknown[]): Generator<Omit<PlatformEvent, "id">> {
-        const [namespace, mode, payload] = (subgraphs ? chunk : [[], ...chunk]) as [string[], GraphStreamMode, unknown];
-        const root = namespace.length === 0;
-        // The run's own AI messages, as its root graph's nodes add them, carry the tokens it used.
-        if (root && mode === "updates" && run.usage) for (const message of messagesOfUpdate(payload)) run.usage(tokensOf(message));
-        if (root && (mode === "values" || mode === "updates")) {
-          const interrupts = (payload as { __interrupt__?: unknown } | null)?.__interrupt__;
-          if (Array.isArray(interrupts)) {
-            if (mode === "updates") outcome.interrupts.push(...(wireValue(interrupts) as unknown[]));
-            // An interrupt is reported once, after the graph's own chunks (below).
-            if (mode === "values") return;
-          } else if (mode === "values") {
-            endState = payload;
-            endWire = undefined;
+      // The run's record is told here, around the events, not by a generator of its own around them.
+      await recording?.started();
+      let completed = false;
+      try {
+        // Numbered from 1, as a recorded run's events are (its record's sequence), so ids mean the same either way.
+        let id = 1;
+        // The root graph's last values: as the graph gave them, and as wire JSON once an event carried them.
+        let endState: unknown;
+        let endWire: Record<string, unknown> | undefined;
+        yield { event: "metadata", data: { run_id: run.runId, thread_id: run.threadId, attempt }, id: id++ };
+        await startTogether();
+        /** The Platform events of one chunk of the graph's stream. */
+        function* fromChunk(chunk: unknown[]): Generator<Omit<PlatformEvent, "id">> {
+          const [namespace, mode, payload] = (subgraphs ? chunk : [[], ...chunk]) as [string[], GraphStreamMode, unknown];
+          const root = namespace.length === 0;
+          // The run's own AI messages, as its root graph's nodes add them, carry the tokens it used.
+          if (root && mode === "updates" && run.usage) for (const message of messagesOfUpdate(payload)) run.usage(tokensOf(message));
+          if (root && (mode === "values" || mode === "updates")) {
+            const interrupts = (payload as { __interrupt__?: unknown } | null)?.__interrupt__;
+            if (Array.isArray(interrupts)) {
+              if (mode === "updates") outcome.interrupts.push(...(wireValue(interrupts) as unknown[]));
+              // An interrupt is reported once, after the graph's own chunks (below).
+              if (mode === "values") return;
+            } else if (mode === "values") {
+              endState = payload;
+              endWire = undefined;
+            }
           }
+          const suffix = root ? "" : `|${namespace.join("|")}`;
+          if (legacy && mode === "messages") for (const [event, data] of legacy.chunk(payload, run)) yield { event: event + suffix, data };
+          if (legacy && mode === "updates") for (const [event, data] of legacy.complete(payload)) yield { event: event + suffix, data };
+          if (!asked.has(mode) || (mode === "messages" && !tuples)) return;
+          const data = mode === "messages" ? messageTuple(payload, run) : wireValue(payload);
+          if (root && mode === "values") endWire = data as Record<string, unknown>;
+          yield { event: (EVENT_NAME[mode] ?? mode) + suffix, data };
         }
-        const suffix = root ? "" : `|${namespace.join("|")}`;
-        if (legacy && mode === "messages") for (const [event, data] of legacy.chunk(payload, run)) yield { event: event + suffix, data };
-        if (legacy && mode === "updates") for (const [event, data] of legacy.complete(payload)) yield { event: event + suffix, data };
-        if (!asked.has(mode) || (mode === "messages" && !tuples)) return;
-        const data = mode === "messages" ? messageTuple(payload, run) : wireValue(payload);
-        if (root && mode === "values") endWire = data as Record<string, unknown>;
-        yield { event: (EVENT_NAME[mode] ?? mode) + suffix, data };
-      }
-      if (modes.length === 0) {
-        // Only the end is asked for (runs/wait): the graph runs as the own API's invoke runs it, its
-        // values alone streamed inside LangGraph, with the interrupts it ended on among them.
-        const state: unknown = await run.agent.graph.invoke(run.input, { ...run.graphConfig, signal });
-        if (run.usage) reportUsage(run, state);
-        if (state === null || typeof state !== "object" || Array.isArray(state)) {
-          outcome.values = state === undefined ? undefined : (wireValue(state) as Record<string, unknown>);
+        if (modes.length === 0) {
+          // Only the end is asked for (runs/wait): the graph runs as the own API's invoke runs it, its
+          // values alone streamed inside LangGraph, with the interrupts it ended on among them.
+          const state: unknown = await run.agent.graph.invoke(run.input, { ...run.graphConfig, signal });
+          if (run.usage) reportUsage(run, state);
+          endOfInvoke(outcome, state);
+          completed = true;
           return;
         }
-        const { __interrupt__: interrupts, ...values } = state as Record<string, unknown>;
-        if (Array.isArray(interrupts)) outcome.interrupts.push(...(wireValue(interrupts) as unknown[]));
-        // A run that paused before any values has none but its interrupts, as when streamed.
-        outcome.values = interrupts !== undefined && Object.keys(values).length === 0 ? undefined : (wireValue(values) as Record<string, unknown>);
-        return;
-      }
-      const options = { ...run.graphConfig, signal, streamMode: graphModes, subgraphs };
-      if (events) {
-        // The `events` mode: the graph's callback events (streamEvents, version 2). The root graph's
-        // own stream chunks arrive among them, as its on_chain_stream events: they become the other
-        // modes' events, as from stream(). Events LangChain marks hidden (the graph's internal
-        // __start__ steps) stay off the wire.
-        // The first event is the root graph's start: its run id is the root's.
-        let rootRun: string | undefined;
-        for await (const event of run.agent.graph.streamEvents(run.input, { ...options, version: "v2" })) {
-          rootRun ??= event.run_id;
-          if (event.event === "on_chain_stream" && event.run_id === rootRun) {
-            for (const platformEvent of fromChunk((event.data as { chunk: unknown[] }).chunk)) yield { ...platformEvent, id: id++ };
-          } else if (!event.tags?.includes("langsmith:hidden")) {
-            yield { event: "events", data: callbackEvent(event, run), id: id++ };
+        const options = { ...run.graphConfig, signal, streamMode: graphModes, subgraphs };
+        if (events) {
+          // The `events` mode: the graph's callback events (streamEvents, version 2). The root graph's
+          // own stream chunks arrive among them, as its on_chain_stream events: they become the other
+          // modes' events, as from stream(). Events LangChain marks hidden (the graph's internal
+          // __start__ steps) stay off the wire.
+          // The first event is the root graph's start: its run id is the root's.
+          let rootRun: string | undefined;
+          for await (const event of run.agent.graph.streamEvents(run.input, { ...options, version: "v2" })) {
+            rootRun ??= event.run_id;
+            if (event.event === "on_chain_stream" && event.run_id === rootRun) {
+              for (const platformEvent of fromChunk((event.data as { chunk: unknown[] }).chunk)) yield { ...platformEvent, id: id++ };
+            } else if (!event.tags?.includes("langsmith:hidden")) {
+              yield { event: "events", data: callbackEvent(event, run), id: id++ };
+            }
           }
+        } else {
+          const stream = await run.agent.graph.stream(run.input, options);
+          for await (const chunk of stream as AsyncIterable<unknown[]>) for (const platformEvent of fromChunk(chunk)) yield { ...platformEvent, id: id++ };
         }
-      } else {
-        const stream = await run.agent.graph.stream(run.input, options);
-        for await (const chunk of stream as AsyncIterable<unknown[]>) for (const platformEvent of fromChunk(chunk)) yield { ...platformEvent, id: id++ };
+        // Turned into wire JSON here, while the run still holds its thread (a run after it may change
+        // the messages its state shares).
+        outcome.values = endWire ?? (endState === undefined ? undefined : (wireValue(endState) as Record<string, unknown>));
+        if (outcome.interrupts.length && asked.has("values")) yield { event: "values", data: { __interrupt__: outcome.interrupts }, id };
+        completed = true;
+      } finally {
+        await recording?.ended(completed, signal);
       }
-      // Turned into wire JSON here, while the run still holds its thread (a run after it may change
-      // the messages its state shares).
-      outcome.values = endWire ?? (endState === undefined ? undefined : (wireValue(endState) as Record<string, unknown>));
-      if (outcome.interrupts.length && asked.has("values")) yield { event: "values", data: { __interrupt__: outcome.interrupts }, id };
     },
   };
+}
+
+/**
+ * The state a graph's invoke ended with, as `outcome` holds it: its values (wire JSON) and the
+ * interrupts it paused on. A run that paused before any values has none but its interrupts, as
+ * when streamed.
+ */
+function endOfInvoke(outcome: RunOutcome, state: unknown): void {
+  if (state === null || typeof state !== "object" || Array.isArray(state)) {
+    outcome.values = state === undefined ? undefined : (wireValue(state) as Record<string, unknown>);
+    return;
+  }
+  const { __interrupt__: interrupts, ...values } = state as Record<string, unknown>;
+  if (Array.isArray(interrupts)) outcome.interrupts.push(...(wireValue(interrupts) as unknown[]));
+  outcome.values = interrupts !== undefined && Object.keys(values).length === 0 ? undefined : (wireValue(values) as Record<string, unknown>);
 }
 
 /** A run's metadata as a client may see it: agenthost's own keys left out, the storage key shown as the public thread id. */
