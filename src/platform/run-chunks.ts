@@ -95,8 +95,7 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
       try {
         // Numbered from 1, as a recorded run's events are (its record's sequence), so ids mean the same either way.
         let id = 1;
-        // The root graph's last values: as the graph gave them, and as wire JSON once an event carried them.
-        let endState: unknown;
+        // The root graph's last values, as wire JSON (streamed only when asked for).
         let endWire: Record<string, unknown> | undefined;
         yield { event: "metadata", data: { run_id: run.runId, thread_id: run.threadId, attempt }, id: id++ };
         await startTogether();
@@ -112,9 +111,6 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
               if (mode === "updates") outcome.interrupts.push(...(wireValue(interrupts) as unknown[]));
               // An interrupt is reported once, after the graph's own chunks (below).
               if (mode === "values") return;
-            } else if (mode === "values") {
-              endState = payload;
-              endWire = undefined;
             }
           }
           const suffix = root ? "" : `|${namespace.join("|")}`;
@@ -154,9 +150,9 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
           const stream = await run.agent.graph.stream(run.input, options);
           for await (const chunk of stream as AsyncIterable<unknown[]>) for (const platformEvent of fromChunk(chunk)) yield { ...platformEvent, id: id++ };
         }
-        // Turned into wire JSON here, while the run still holds its thread (a run after it may change
+        // Wire JSON made as the chunk came, while the run held its thread (a run after it may change
         // the messages its state shares).
-        outcome.values = endWire ?? (endState === undefined ? undefined : (wireValue(endState) as Record<string, unknown>));
+        outcome.values = endWire;
         if (outcome.interrupts.length && asked.has("values")) yield { event: "values", data: { __interrupt__: outcome.interrupts }, id };
         completed = true;
       } finally {
