@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { FairShare } from "../admission/fair-share.ts";
 import type { Principal } from "../auth/principal.ts";
-import type { PlatformRecords, PlatformRun, RunStatus } from "../checkpoints/platform-records.ts";
+import { FINISHED, type PlatformRecords, type PlatformRun, type RunStatus } from "../checkpoints/platform-records.ts";
 import type { Config } from "../config/schema.ts";
 import type { RunCreateRequest } from "../contract/platform.ts";
 import type { RunCanceller } from "../coordination/cancel/run-canceller.ts";
@@ -55,8 +55,6 @@ const UNRECORDED_GRACE_MS = 60_000;
 
 /** The run's claim went to another worker, or the run out of the queue, before this attempt started it. */
 class RunTakenOver extends Error {}
-
-const FINAL: ReadonlySet<RunStatus> = new Set(["success", "error", "timeout", "interrupted"]);
 
 /**
  * Background runs (`POST /threads/{thread_id}/runs`, `POST /runs`): accepted at once into the
@@ -155,7 +153,7 @@ export class BackgroundRuns implements BackgroundWork {
   private async unfinished(userId: string, threadId: string, runIds: readonly string[]): Promise<boolean> {
     for (const runId of runIds) {
       const run = await this.deps.records.getRun(userId, threadId, runId);
-      if (!run || !FINAL.has(run.status)) return true;
+      if (!run || !FINISHED.has(run.status)) return true;
     }
     return false;
   }
@@ -194,7 +192,7 @@ export class BackgroundRuns implements BackgroundWork {
    * when the run had ended already.
    */
   async cancel(run: PlatformRun, conversation: Conversation, action: "interrupt" | "rollback", control: AbortController): Promise<boolean> {
-    if (FINAL.has(run.status)) return false;
+    if (FINISHED.has(run.status)) return false;
     if (await this.dropQueued(run.userId, run.threadId, run.runId, action)) return true;
     await this.deps.canceller.cancel(conversation.storageKey);
     if (action === "rollback") await this.deps.threads.rollBack(conversation, [run], control);
@@ -210,7 +208,7 @@ export class BackgroundRuns implements BackgroundWork {
     if (!(await queue.removeQueued(runId))) return false;
     // One whose end is written already (it was queued again as its worker drained) only leaves the queue.
     const run = await records.getRun(userId, threadId, runId);
-    if (!run || FINAL.has(run.status)) return true;
+    if (!run || FINISHED.has(run.status)) return true;
     if (action === "rollback") await records.deleteRun(userId, threadId, runId);
     else this.notify(await records.setRunStatus(userId, threadId, runId, "interrupted", Date.now()));
     this.deps.runs.recorded(runId, action === "rollback" ? undefined : "interrupted");
@@ -250,7 +248,7 @@ export class BackgroundRuns implements BackgroundWork {
     // accepting worker died in between, and nobody was told of it.
     if (!found) return Date.now() - (queued.acceptedAt ?? 0) < UNRECORDED_GRACE_MS ? "busy" : "done";
     const record = found.run;
-    if (FINAL.has(record.status)) return "done";
+    if (FINISHED.has(record.status)) return "done";
     const caller: PlatformCaller = { principal: queued.principal, namedUser: queued.namedUser ?? undefined };
     const ended = async (status: RunStatus, error?: WebhookError) => {
       this.deps.metrics.backgroundRuns.inc({ status });
@@ -277,7 +275,7 @@ export class BackgroundRuns implements BackgroundWork {
       // since the record was read above (it came back in time), and the thread's lock is this
       // attempt's only once that worker let go of it. Read again here, on retries only.
       const now = entry.attempt > 1 ? await records.getRun(userId, threadId, runId) : record;
-      if (now && !FINAL.has(now.status) && (await execution.started(base))) return;
+      if (now && !FINISHED.has(now.status) && (await execution.started(base))) return;
       takenOver = true;
       throw new RunTakenOver();
     };
@@ -333,7 +331,7 @@ export class BackgroundRuns implements BackgroundWork {
       const written = handle.outcome.status;
       const final = request.webhook || written === undefined ? await records.getRun(userId, threadId, runId).catch(() => null) : undefined;
       const status = written ?? (final === null ? "error" : final?.status);
-      if (status && FINAL.has(status)) this.deps.metrics.backgroundRuns.inc({ status });
+      if (status && FINISHED.has(status)) this.deps.metrics.backgroundRuns.inc({ status });
       log.info({ outcome: handle.run.ended ?? "unknown", status: status ?? "rolled back" }, "background run ended");
       if (request.webhook && final) {
         const values = (await this.deps.threads.stateOf(caller, found.thread).catch(() => undefined))?.values;
@@ -369,7 +367,7 @@ export class BackgroundRuns implements BackgroundWork {
   /** Send the run's webhook, if it asked for one and has ended (queued runs cancelled included). */
   private notify(run: PlatformRun | undefined, end: Parameters<typeof webhookPayload>[1] = {}): void {
     const url = (run?.kwargs as { webhook?: unknown } | undefined)?.webhook;
-    if (!run || typeof url !== "string" || !FINAL.has(run.status)) return;
+    if (!run || typeof url !== "string" || !FINISHED.has(run.status)) return;
     this.webhooks.send(url, webhookPayload(wireRun(run, assistantIdOf(run.agentId)), end));
   }
 
@@ -382,4 +380,3 @@ export class BackgroundRuns implements BackgroundWork {
     await this.webhooks.close();
   }
 }
-

@@ -1,7 +1,7 @@
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Agent } from "undici";
-import type { RunStatus } from "../checkpoints/platform-records.ts";
+import { FINISHED, type RunStatus } from "../checkpoints/platform-records.ts";
 import type { Config } from "../config/schema.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { WireRun } from "../platform/platform-runs.ts";
@@ -79,7 +79,6 @@ export function verifyWebhookSignature(
 
 /** The final statuses a webhook reports. */
 export type FinalRunStatus = Extract<RunStatus, "success" | "error" | "timeout" | "interrupted">;
-const FINAL_STATUSES: ReadonlySet<string> = new Set<FinalRunStatus>(["success", "error", "timeout", "interrupted"]);
 
 /** A run's failure as a webhook tells it: agenthost's error code and its catalogue text. */
 export interface WebhookError {
@@ -130,7 +129,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * is cut to its first line and ERROR_MESSAGE_MAX characters.
  */
 export function webhookPayload(run: WireRun, end: WebhookRunEnd): WebhookPayload {
-  if (!FINAL_STATUSES.has(run.status)) throw new Error(`a webhook reports a run in a final status, not ${run.status}`);
+  if (!FINISHED.has(run.status)) throw new Error(`a webhook reports a run in a final status, not ${run.status}`);
   const error = end.error
     ? { error: String(end.error.error).slice(0, 100), message: String(end.error.message).split("\n")[0]!.slice(0, ERROR_MESSAGE_MAX) }
     : undefined;

@@ -5,7 +5,7 @@ import { startTogether } from "../admission/start-together.ts";
 import type { RunStatus } from "../checkpoints/platform-records.ts";
 import type { StreamMode } from "../contract/platform.ts";
 import type { RunExecutor } from "../conversations/turns.ts";
-import { messagesOfUpdate, reportUsage } from "../runs/execute.ts";
+import { invokeGraph, messagesOfUpdate } from "../runs/execute.ts";
 import type { PreparedRun } from "../runs/prepare.ts";
 import { tokensOf } from "../runs/usage.ts";
 import { messageDict, wireValue } from "./wire-values.ts";
@@ -98,6 +98,13 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
         // The root graph's last values, as wire JSON (streamed only when asked for).
         let endWire: Record<string, unknown> | undefined;
         yield { event: "metadata", data: { run_id: run.runId, thread_id: run.threadId, attempt }, id: id++ };
+        if (modes.length === 0) {
+          // Only the end is asked for (runs/wait): the graph runs as the own API's invoke runs it, its
+          // values alone streamed inside LangGraph, with the interrupts it ended on among them.
+          endOfInvoke(outcome, await invokeGraph(run, signal));
+          completed = true;
+          return;
+        }
         await startTogether();
         /** The Platform events of one chunk of the graph's stream. */
         function* fromChunk(chunk: unknown[]): Generator<Omit<PlatformEvent, "id">> {
@@ -120,15 +127,6 @@ export function platformChunks(modes: readonly StreamMode[], subgraphs: boolean,
           const data = mode === "messages" ? messageTuple(payload, run) : wireValue(payload);
           if (root && mode === "values") endWire = data as Record<string, unknown>;
           yield { event: (EVENT_NAME[mode] ?? mode) + suffix, data };
-        }
-        if (modes.length === 0) {
-          // Only the end is asked for (runs/wait): the graph runs as the own API's invoke runs it, its
-          // values alone streamed inside LangGraph, with the interrupts it ended on among them.
-          const state: unknown = await run.agent.graph.invoke(run.input, { ...run.graphConfig, signal });
-          if (run.usage) reportUsage(run, state);
-          endOfInvoke(outcome, state);
-          completed = true;
-          return;
         }
         const options = { ...run.graphConfig, signal, streamMode: graphModes, subgraphs };
         if (events) {

@@ -28,17 +28,23 @@ function lastMessage(state: unknown): BaseMessage | undefined {
 }
 
 /** Report the tokens of the messages a run answered whole added: those of its final state after the ones it started with. */
-export function reportUsage(run: PreparedRun, state: unknown): void {
+function reportUsage(run: PreparedRun, state: unknown): void {
   const messages = (state as { messages?: unknown } | undefined)?.messages;
   if (!run.usage || !Array.isArray(messages)) return;
   for (const message of messages.slice(run.messagesBefore ?? 0)) if (isBaseMessage(message)) run.usage(tokensOf(message));
 }
 
-/** Run the graph to the end (or to an interrupt) and return its final message. */
-export async function invokeRun(run: PreparedRun, signal: AbortSignal): Promise<ChatMessage> {
+/** Run the graph to the end (or to an interrupt): its final state, the tokens of what the run added reported. */
+export async function invokeGraph(run: PreparedRun, signal: AbortSignal): Promise<unknown> {
   await startTogether();
   const state: unknown = await run.agent.graph.invoke(run.input, { ...run.graphConfig, signal });
-  if (run.usage) reportUsage(run, state);
+  reportUsage(run, state);
+  return state;
+}
+
+/** Run the graph to the end (or to an interrupt) and return its final message. */
+export async function invokeRun(run: PreparedRun, signal: AbortSignal): Promise<ChatMessage> {
+  const state = await invokeGraph(run, signal);
   if (run.checkInterrupts) {
     const interrupts = interruptsOf((state as { __interrupt__?: unknown } | undefined)?.__interrupt__);
     if (interrupts.length) return paused(run, interrupts);
