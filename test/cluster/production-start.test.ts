@@ -89,8 +89,8 @@ test("a REDIS_URL password Redis does not ask for is one log line naming REDIS_U
       warnings[0]!.msg,
       `REDIS_URL ${shown} carries a password this Redis does not ask for (it answered AUTH that none is set): remove the password from REDIS_URL, or set one on the Redis server`,
     );
-    const ready = await request(cluster.url, "GET", "/health/ready");
-    assert.equal(ready.status, 200, "the password is only unneeded: Redis works");
+    // A check can time out on a loaded machine (a 503 then); Redis working shows as readiness within a bound.
+    await eventually(async () => (await request(cluster.url, "GET", "/health/ready")).status === 200, 15_000, "ready: the password is only unneeded, Redis works");
     // console.warn is the process's own: the workers' clients print ioredis's warning as ioredis writes it, and nothing else.
     await eventually(() => cluster.stderr().includes("does not require a password"), 10_000, "ioredis's own warning on stderr");
     for (const line of cluster.stderr().split("\n").filter(Boolean)) assert.match(line, /^\[WARN\] .*does not require a password, but a password was supplied/);
