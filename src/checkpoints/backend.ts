@@ -22,6 +22,7 @@ import { createServerPool } from "./server-pool.ts";
 import { MemoryRunQueue, type RunQueueStore } from "./run-queue.ts";
 import { PostgresRunQueue, SqliteRunQueue } from "./run-queue-sql.ts";
 import { openSqliteFile } from "./sqlite-file.ts";
+import { SqliteCommitGroup } from "./sqlite-commit-group.ts";
 import { sqliteFileSavers } from "./sqlite-saver.ts";
 import { PostgresLatestCheckpoints, SaverLatestCheckpoints, SqliteLatestCheckpoints, type LatestCheckpoints } from "./latest-checkpoints.ts";
 import { MemoryThreadIndex, type ThreadIndex } from "./thread-index.ts";
@@ -216,6 +217,7 @@ class SetupLoop {
 /** The SQLite file (FILEDB_DB_PATH): one connection per worker, in WAL mode. */
 function fileDatabase(config: Config, saverShortcut: boolean): CheckpointDatabase {
   let db: Database.Database | undefined;
+  let group: SqliteCommitGroup | undefined;
   let closed = false;
   return {
     async connect(serde) {
@@ -231,10 +233,11 @@ function fileDatabase(config: Config, saverShortcut: boolean): CheckpointDatabas
       const opened = await openSqliteFile(config.FILEDB_DB_PATH, Math.round(config.FILEDB_BUSY_TIMEOUT * 1000), (handle) => {
         rows = new SqliteMessageRows(handle);
         threads = new SqliteThreadIndex(handle);
-        savers = sqliteFileSavers(handle, serde, rows, threads, saverShortcut);
+        group = new SqliteCommitGroup(handle);
+        savers = sqliteFileSavers(handle, serde, rows, threads, group, saverShortcut);
         idempotency = new SqliteIdempotencyStore(handle);
-        platform = new SqlitePlatformRecords(handle);
-        runQueue = new SqliteRunQueue(handle);
+        platform = new SqlitePlatformRecords(handle, group);
+        runQueue = new SqliteRunQueue(handle, group);
         rewinder = new SqliteThreadRewinder(handle);
         leases = new SqliteLeases(handle);
         latestCheckpoints = new SqliteLatestCheckpoints(handle);
@@ -252,6 +255,8 @@ function fileDatabase(config: Config, saverShortcut: boolean): CheckpointDatabas
     saturated: () => false,
     async close() {
       closed = true;
+      // Writes asked for in this turn are committed (or refused) before the connection goes.
+      group?.flush();
       db?.close();
     },
   };

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import type pg from "pg";
 import { withSetupLock } from "./pg-transaction.ts";
+import type { SqliteCommitGroup } from "./sqlite-commit-group.ts";
 import {
   canonicalJson,
   FINISHED,
@@ -258,7 +259,11 @@ export class SqlitePlatformRecords implements PlatformRecords {
   private readonly ended;
   private openStmt: Database.Statement | undefined;
 
-  constructor(private readonly db: Database.Database) {
+  /** Every write goes through the connection's commit group (sqlite-commit-group.ts); reads run at once. */
+  constructor(
+    private readonly db: Database.Database,
+    private readonly group: SqliteCommitGroup,
+  ) {
     createSqlitePlatformTables(db);
     const threads = PLATFORM_THREAD_TABLE;
     const runs = PLATFORM_RUN_TABLE;
@@ -301,44 +306,46 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
     this.deleteFinishedStmt = db.prepare(
       `DELETE FROM ${runs} WHERE rowid IN (SELECT rowid FROM ${runs} WHERE status IN (${FINISHED_LIST}) AND updated_at < ? LIMIT ?)`,
     );
-    // Read, merge in JavaScript (json_patch would delete a key set to null), write: one transaction
-    // that takes the write lock first, so another worker's update cannot come in between.
-    this.update = db.transaction((userId: string, threadId: string, changes: ThreadChanges): ThreadRow | undefined => {
+    // Read, merge in JavaScript (json_patch would delete a key set to null), write: in the group's
+    // transaction, which takes the write lock first, so another worker's update cannot come in between.
+    this.update = (userId: string, threadId: string, changes: ThreadChanges): ThreadRow | undefined => {
       const row = this.getStmt.get(userId, threadId) as ThreadRow | undefined;
       if (!row) return undefined;
       const metadata = changes.metadata ? canonicalJson({ ...parsed(row.metadata), ...jsonCopy(changes.metadata) }) : row.metadata;
       return this.updateStmt.get(metadata, changes.agentId ?? null, changes.status ?? null, changes.now, changes.ttlMs ?? null, userId, threadId) as ThreadRow;
-    });
+    };
     const runStatusStmt = db.prepare(`UPDATE ${runs} SET status = ?, updated_at = ?, base = COALESCE(base, ?) WHERE user_id = ? AND thread_id = ? AND run_id = ?`);
     const threadStatusStmt = db.prepare(`UPDATE ${threads} SET status = ?, updated_at = ? WHERE user_id = ? AND thread_id = ?`);
-    this.started = db.transaction((run: PlatformRun, accepted: boolean): void => {
+    this.started = (run: PlatformRun, accepted: boolean): void => {
       if (accepted) runStatusStmt.run("running", run.updatedAt, baseText(run.base), run.userId, run.threadId, run.runId);
       else this.putRunStmt.run(...runParams(run));
       threadStatusStmt.run("busy", run.updatedAt, run.userId, run.threadId);
-    });
-    this.ended = db.transaction((userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): void => {
+    };
+    this.ended = (userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): void => {
       runStatusStmt.run(status, now, null, userId, threadId, runId);
       threadStatusStmt.run(threadStatus, now, userId, threadId);
-    });
+    };
     const handedBackStmt = db.prepare(
       `UPDATE ${runs} SET status = 'pending', updated_at = ? WHERE user_id = ? AND thread_id = ? AND run_id = ? AND status NOT IN (${FINISHED_LIST})`,
     );
-    this.handedBack = db.transaction((userId: string, threadId: string, runId: string, now: number): boolean => {
+    this.handedBack = (userId: string, threadId: string, runId: string, now: number): boolean => {
       const before = this.getRunStmt.get(userId, threadId, runId) as RunRow | undefined;
       if (handedBackStmt.run(now, userId, threadId, runId).changes === 0) return false;
       // Only a run that started made its thread busy; one that never did leaves it as it was.
       if (before?.status === "running") threadStatusStmt.run("idle", now, userId, threadId);
       return true;
-    });
-    this.delete = db.transaction((userId: string, threadId: string): boolean => {
+    };
+    this.delete = (userId: string, threadId: string): boolean => {
       this.deleteRunsStmt.run(userId, threadId);
       return this.deleteThreadStmt.run(userId, threadId).changes > 0;
-    });
+    };
   }
 
   async createThread(thread: Omit<PlatformThread, "updatedAt">): Promise<PlatformThread | undefined> {
     const { userId, threadId, agentId, metadata, status, createdAt } = thread;
-    const row = this.createStmt.get(userId, threadId, agentId, canonicalJson(metadata), status, createdAt, createdAt, thread.ttlMs ?? null) as ThreadRow | undefined;
+    const row = (await this.group.commit(() => this.createStmt.get(userId, threadId, agentId, canonicalJson(metadata), status, createdAt, createdAt, thread.ttlMs ?? null))) as
+      | ThreadRow
+      | undefined;
     return row && threadOf(row);
   }
 
@@ -361,19 +368,20 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
 WHERE NOT EXISTS (SELECT 1 FROM checkpoints WHERE checkpoint_ns = '' AND thread_id IN (SELECT value FROM json_each(?)))
 ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
     );
-    const row = this.openStmt.get(userId, threadId, agentId, canonicalJson(metadata), status, createdAt, createdAt, thread.ttlMs ?? null, JSON.stringify(conversationKeys)) as
-      | ThreadRow
-      | undefined;
+    const open = this.openStmt;
+    const row = (await this.group.commit(() =>
+      open.get(userId, threadId, agentId, canonicalJson(metadata), status, createdAt, createdAt, thread.ttlMs ?? null, JSON.stringify(conversationKeys)),
+    )) as ThreadRow | undefined;
     return row && { thread: threadOf(row), created: true };
   }
 
   async updateThread(userId: string, threadId: string, changes: ThreadChanges): Promise<PlatformThread | undefined> {
-    const row = this.update.immediate(userId, threadId, changes);
+    const row = await this.group.commit(() => this.update(userId, threadId, changes));
     return row && threadOf(row);
   }
 
   async deleteThread(userId: string, threadId: string): Promise<boolean> {
-    return this.delete.immediate(userId, threadId);
+    return this.group.commit(() => this.delete(userId, threadId));
   }
 
   async searchThreads(userId: string, search: ThreadSearch): Promise<PlatformThread[]> {
@@ -388,23 +396,23 @@ ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
   }
 
   async putRun(run: PlatformRun): Promise<void> {
-    this.putRunStmt.run(...runParams(run));
+    await this.group.commit(() => this.putRunStmt.run(...runParams(run)));
   }
 
   async runStarted(run: PlatformRun, accepted: boolean): Promise<void> {
-    this.started.immediate(run, accepted);
+    await this.group.commit(() => this.started(run, accepted));
   }
 
   async runEnded(userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): Promise<void> {
-    this.ended.immediate(userId, threadId, runId, status, threadStatus, now);
+    await this.group.commit(() => this.ended(userId, threadId, runId, status, threadStatus, now));
   }
 
   async runHandedBack(userId: string, threadId: string, runId: string, now: number): Promise<boolean> {
-    return this.handedBack(userId, threadId, runId, now);
+    return this.group.commit(() => this.handedBack(userId, threadId, runId, now));
   }
 
   async setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined> {
-    const row = this.setRunStatusStmt.get(status, now, baseText(base), userId, threadId, runId) as RunRow | undefined;
+    const row = (await this.group.commit(() => this.setRunStatusStmt.get(status, now, baseText(base), userId, threadId, runId))) as RunRow | undefined;
     return row && runOf(row);
   }
 
@@ -419,7 +427,7 @@ ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
   }
 
   async deleteFinishedRuns(cutoff: number, limit: number): Promise<number> {
-    return this.deleteFinishedStmt.run(cutoff, limit).changes;
+    return (await this.group.commit(() => this.deleteFinishedStmt.run(cutoff, limit))).changes;
   }
 
   async listRuns(userId: string, threadId: string, page: { readonly offset: number; readonly limit: number; readonly status?: RunStatus }): Promise<PlatformRun[]> {
@@ -428,7 +436,7 @@ ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
   }
 
   async deleteRun(userId: string, threadId: string, runId: string): Promise<boolean> {
-    return this.deleteRunStmt.run(userId, threadId, runId).changes > 0;
+    return (await this.group.commit(() => this.deleteRunStmt.run(userId, threadId, runId))).changes > 0;
   }
 }
 

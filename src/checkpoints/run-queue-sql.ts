@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import type pg from "pg";
 import { withSetupLock } from "./pg-transaction.ts";
+import type { SqliteCommitGroup } from "./sqlite-commit-group.ts";
 import { RUN_QUEUE_TABLE, type NewQueuedRun, type QueuedRun, type RunQueueStore } from "./run-queue.ts";
 
 const COLUMNS = "run_id, user_id, thread_id, seq, state, available_at, lease_owner, lease_until, attempt, caller, base";
@@ -60,10 +61,13 @@ export class SqliteRunQueue implements RunQueueStore {
   private readonly removeQueuedStmt;
   private readonly onThreadStmt;
   private readonly depthStmt;
-  private readonly claimTx;
   private readonly anyClaimableStmt;
 
-  constructor(db: Database.Database) {
+  /** Every write goes through the connection's commit group (sqlite-commit-group.ts); reads run at once. */
+  constructor(
+    db: Database.Database,
+    private readonly group: SqliteCommitGroup,
+  ) {
     createSqliteRunQueue(db);
     const table = RUN_QUEUE_TABLE;
     this.addStmt = db.prepare(
@@ -85,38 +89,37 @@ WHERE run_id IN (${claimable(table, (name) => `@${name}`, "@limit")}) RETURNING 
     this.onThreadStmt = db.prepare(`SELECT ${COLUMNS} FROM ${table} WHERE user_id = ? AND thread_id = ? ORDER BY seq`);
     this.depthStmt = db.prepare(`SELECT state, count(*) AS n FROM ${table} GROUP BY state`);
     this.anyClaimableStmt = db.prepare(claimable(table, (name) => `@${name}`, "1")).pluck();
-    this.claimTx = db.transaction((params: { owner: string; until: number; now: number; limit: number }) => this.claimStmt.all(params) as Row[]);
   }
 
   async add(run: NewQueuedRun): Promise<void> {
-    this.addStmt.run(run.runId, run.userId, run.threadId, run.availableAt, JSON.stringify(run.caller));
+    await this.group.commit(() => this.addStmt.run(run.runId, run.userId, run.threadId, run.availableAt, JSON.stringify(run.caller)));
   }
 
   async claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<QueuedRun[]> {
     // Every worker looks every BACKGROUND_POLL_INTERVAL: a read first, so an empty queue never takes
     // the file's write lock from the requests that write.
     if (this.anyClaimableStmt.get({ now }) === undefined) return [];
-    return bySeq(this.claimTx.immediate({ owner, until: leaseUntil, now, limit }));
+    return bySeq(await this.group.commit(() => this.claimStmt.all({ owner, until: leaseUntil, now, limit }) as Row[]));
   }
 
   async started(runId: string, owner: string, base: string): Promise<boolean> {
-    return this.startedStmt.run(base, runId, owner).changes > 0;
+    return (await this.group.commit(() => this.startedStmt.run(base, runId, owner))).changes > 0;
   }
 
   async renew(runId: string, owner: string, leaseUntil: number): Promise<boolean> {
-    return this.renewStmt.run(leaseUntil, runId, owner).changes > 0;
+    return (await this.group.commit(() => this.renewStmt.run(leaseUntil, runId, owner))).changes > 0;
   }
 
   async release(runId: string, owner: string, availableAt: number, uncount: boolean): Promise<void> {
-    this.releaseStmt.run(availableAt, uncount ? 1 : 0, runId, owner);
+    await this.group.commit(() => this.releaseStmt.run(availableAt, uncount ? 1 : 0, runId, owner));
   }
 
   async remove(runId: string, owner?: string): Promise<boolean> {
-    return (owner === undefined ? this.removeStmt.run(runId) : this.removeOwnedStmt.run(runId, owner)).changes > 0;
+    return (await this.group.commit(() => (owner === undefined ? this.removeStmt.run(runId) : this.removeOwnedStmt.run(runId, owner)))).changes > 0;
   }
 
   async removeQueued(runId: string): Promise<boolean> {
-    return this.removeQueuedStmt.run(runId).changes > 0;
+    return (await this.group.commit(() => this.removeQueuedStmt.run(runId))).changes > 0;
   }
 
   async onThread(userId: string, threadId: string): Promise<QueuedRun[]> {

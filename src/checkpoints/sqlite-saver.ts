@@ -13,6 +13,7 @@ import {
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { sequentialWriter, type CheckpointWrite, type CheckpointWriter } from "./checkpoint-writer.ts";
 import type { SqliteMessageRows } from "./message-rows.ts";
+import type { SqliteCommitGroup } from "./sqlite-commit-group.ts";
 import type { SqliteThreadIndex } from "./thread-index-sql.ts";
 
 /** Threads whose last written checkpoint a SqliteFileSaver remembers (a few hundred bytes each). */
@@ -33,7 +34,10 @@ function heldVersions(checkpoint: Checkpoint): ChannelVersions {
  * LangGraph's SqliteSaver, writing what it writes with statements prepared once (the library
  * prepares its INSERT again on every `put` and `putWrites`), and, as the message store's writer, a
  * checkpoint together with its new message rows and its conversation-list entry in one transaction:
- * one commit to the WAL where there were three. Same tables, same rows, same conflict rules (a test
+ * one commit to the WAL where there were three. Its writes go through the connection's commit group
+ * (sqlite-commit-group.ts): the checkpoints and writes of runs that reach them in the same turn of
+ * the event loop share one commit, each in its own savepoint, and each `put` and `putWrites`
+ * resolves once its commit is done. Same tables, same rows, same conflict rules (a test
  * stores one conversation through both savers and compares the rows); reads are the library's.
  * Its schema is created when it is built, inside openSqliteFile's transaction, not on first use.
  *
@@ -54,8 +58,6 @@ export class SqliteFileSaver extends SqliteSaver implements CheckpointWriter {
   /** A step's writes: replacing earlier ones when every channel is a special one (WRITES_IDX_MAP), else keeping them. */
   private readonly replaceWrites: Database.Statement;
   private readonly keepWrites: Database.Statement;
-  private readonly storeWrites: (statement: Database.Statement, rows: unknown[][]) => void;
-  private readonly storeCheckpoint: (write: CheckpointWrite, row: unknown[]) => void;
   private readonly selectCheckpoint: Database.Statement;
   /**
    * Per thread and namespace (least recently written first), the last checkpoint written here and
@@ -66,8 +68,9 @@ export class SqliteFileSaver extends SqliteSaver implements CheckpointWriter {
   constructor(
     db: Database.Database,
     serde: SerializerProtocol,
-    rows: SqliteMessageRows,
-    threads: SqliteThreadIndex,
+    private readonly rows: SqliteMessageRows,
+    private readonly threads: SqliteThreadIndex,
+    private readonly group: SqliteCommitGroup,
   ) {
     super(db, serde);
     this.setup();
@@ -79,14 +82,6 @@ export class SqliteFileSaver extends SqliteSaver implements CheckpointWriter {
     this.replaceWrites = writes("OR REPLACE");
     this.keepWrites = writes("OR IGNORE");
     this.selectCheckpoint = db.prepare("SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?");
-    this.storeWrites = db.transaction((statement: Database.Statement, rows: unknown[][]) => {
-      for (const row of rows) statement.run(row);
-    });
-    this.storeCheckpoint = db.transaction(({ threadId, messages, listing }: CheckpointWrite, row: unknown[]) => {
-      rows.insertNow(threadId, messages);
-      this.insertCheckpoint.run(row);
-      if (listing) threads.touchNow(threadId, listing.owner, listing.summary, listing.now);
-    });
   }
 
   override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions = {}): Promise<RunnableConfig> {
@@ -105,7 +100,12 @@ export class SqliteFileSaver extends SqliteSaver implements CheckpointWriter {
       this.serde.dumpsTyped(metadata),
     ]);
     if (type !== metadataType) throw new Error("the checkpoint and its metadata were serialised to different types");
-    this.storeCheckpoint(write, [threadId, namespace, checkpoint.id, parent ?? null, type, serialized, serializedMetadata]);
+    const row = [threadId, namespace, checkpoint.id, parent ?? null, type, serialized, serializedMetadata];
+    await this.group.commit(() => {
+      this.rows.insertNow(threadId, write.messages);
+      this.insertCheckpoint.run(row);
+      if (write.listing) this.threads.touchNow(threadId, write.listing.owner, write.listing.summary, write.listing.now);
+    });
     this.remember(threadId, namespace, checkpoint);
     return { configurable: { thread_id: threadId, checkpoint_ns: namespace, checkpoint_id: checkpoint.id } };
   }
@@ -158,7 +158,9 @@ export class SqliteFileSaver extends SqliteSaver implements CheckpointWriter {
         return [threadId, namespace, checkpointId, taskId, WRITES_IDX_MAP[channel] ?? idx, channel, type, serialized];
       }),
     );
-    this.storeWrites(statement, rows);
+    await this.group.commit(() => {
+      for (const row of rows) statement.run(row);
+    });
   }
 }
 
@@ -175,10 +177,11 @@ export function sqliteFileSavers(
   serde: SerializerProtocol,
   rows: SqliteMessageRows,
   threads: SqliteThreadIndex,
+  group: SqliteCommitGroup,
   shortcut: boolean,
 ): { readonly saver: BaseCheckpointSaver; readonly writer: CheckpointWriter } {
   if (shortcut) {
-    const saver = new SqliteFileSaver(db, serde, rows, threads);
+    const saver = new SqliteFileSaver(db, serde, rows, threads, group);
     return { saver, writer: saver };
   }
   const saver = new SqliteSaver(db, serde);
