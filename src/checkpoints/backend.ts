@@ -217,7 +217,6 @@ class SetupLoop {
 /** The SQLite file (FILEDB_DB_PATH): one connection per worker, in WAL mode. */
 function fileDatabase(config: Config, saverShortcut: boolean): CheckpointDatabase {
   let db: Database.Database | undefined;
-  let group: SqliteCommitGroup | undefined;
   let closed = false;
   return {
     async connect(serde) {
@@ -233,11 +232,10 @@ function fileDatabase(config: Config, saverShortcut: boolean): CheckpointDatabas
       const opened = await openSqliteFile(config.FILEDB_DB_PATH, Math.round(config.FILEDB_BUSY_TIMEOUT * 1000), (handle) => {
         rows = new SqliteMessageRows(handle);
         threads = new SqliteThreadIndex(handle);
-        group = new SqliteCommitGroup(handle);
-        savers = sqliteFileSavers(handle, serde, rows, threads, group, saverShortcut);
+        savers = sqliteFileSavers(handle, serde, rows, threads, saverShortcut);
         idempotency = new SqliteIdempotencyStore(handle);
-        platform = new SqlitePlatformRecords(handle, group);
-        runQueue = new SqliteRunQueue(handle, group);
+        platform = new SqlitePlatformRecords(handle);
+        runQueue = new SqliteRunQueue(handle);
         rewinder = new SqliteThreadRewinder(handle);
         leases = new SqliteLeases(handle);
         latestCheckpoints = new SqliteLatestCheckpoints(handle);
@@ -256,7 +254,7 @@ function fileDatabase(config: Config, saverShortcut: boolean): CheckpointDatabas
     async close() {
       closed = true;
       // Writes asked for in this turn are committed (or refused) before the connection goes.
-      group?.flush();
+      if (db) SqliteCommitGroup.of(db).flush();
       db?.close();
     },
   };

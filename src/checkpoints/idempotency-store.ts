@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import type pg from "pg";
 import { withSetupLock } from "./pg-transaction.ts";
+import { SqliteCommitGroup } from "./sqlite-commit-group.ts";
 
 /**
  * Idempotency keys in the checkpoint database, so a retry is recognised by every worker and host and
@@ -139,7 +140,11 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
   private readonly releaseStmt;
   private readonly sweepStmt;
 
+  /** Its writes go through the connection's commit group (sqlite-commit-group.ts). */
+  private readonly group: SqliteCommitGroup;
+
   constructor(private readonly db: Database.Database) {
+    this.group = SqliteCommitGroup.of(db);
     db.exec(SQLITE_DDL);
     // A table made before answers named their run gets the column (ALTER TABLE has no IF NOT EXISTS here).
     const columns = db.prepare(`SELECT name FROM pragma_table_info('${IDEMPOTENCY_TABLE}')`).pluck().all() as string[];
@@ -155,27 +160,30 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 
   async claim(scope: string, fingerprint: string, now: number, runningUntil: number, expiresAt: number): Promise<ClaimOutcome> {
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-      if (this.claimStmt.get(scope, fingerprint, runningUntil, expiresAt, now, now)) return { claimed: true };
-      const row = this.readStmt.get(scope) as StoredRow | undefined;
-      if (row) return { claimed: false, record: recordOf(row) };
+      const outcome = await this.group.commit((): ClaimOutcome | undefined => {
+        if (this.claimStmt.get(scope, fingerprint, runningUntil, expiresAt, now, now)) return { claimed: true };
+        const row = this.readStmt.get(scope) as StoredRow | undefined;
+        return row && { claimed: false, record: recordOf(row) };
+      });
+      if (outcome) return outcome;
     }
     throw new Error("the idempotency key could not be claimed");
   }
 
   async complete(scope: string, threadId: string | null, answer: StoredAnswer, expiresAt: number): Promise<void> {
-    this.completeStmt.run(threadId, answer.status, answer.body, answer.runId, expiresAt, scope);
+    await this.group.commit(() => this.completeStmt.run(threadId, answer.status, answer.body, answer.runId, expiresAt, scope));
   }
 
   async release(scope: string): Promise<void> {
-    this.releaseStmt.run(scope);
+    await this.group.commit(() => this.releaseStmt.run(scope));
   }
 
   async sweep(now: number): Promise<void> {
-    this.sweepStmt.run(now);
+    await this.group.commit(() => this.sweepStmt.run(now));
   }
 
   async deleteThread(threadId: string): Promise<void> {
-    this.db.prepare(`DELETE FROM ${IDEMPOTENCY_TABLE} WHERE thread_id = ?`).run(threadId);
+    await this.group.commit(() => this.db.prepare(`DELETE FROM ${IDEMPOTENCY_TABLE} WHERE thread_id = ?`).run(threadId));
   }
 }
 

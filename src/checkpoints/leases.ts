@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import type pg from "pg";
 import { withSetupLock } from "./pg-transaction.ts";
+import { SqliteCommitGroup } from "./sqlite-commit-group.ts";
 
 /**
  * Named leases in the checkpoint database: at most one holder of a name at a time across every
@@ -44,18 +45,22 @@ export class SqliteLeases implements LeaseStore {
   private readonly takeStmt;
   private readonly giveStmt;
 
+  /** Its writes go through the connection's commit group (sqlite-commit-group.ts). */
+  private readonly group: SqliteCommitGroup;
+
   constructor(db: Database.Database) {
+    this.group = SqliteCommitGroup.of(db);
     db.exec(`CREATE TABLE IF NOT EXISTS ${LEASE_TABLE} (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL)`);
     this.takeStmt = db.prepare(takeSql(LEASE_TABLE, () => "?"));
     this.giveStmt = db.prepare(`DELETE FROM ${LEASE_TABLE} WHERE name = ? AND holder = ?`);
   }
 
   async take(name: string, holder: string, ttlMs: number, now: number): Promise<boolean> {
-    return this.takeStmt.get(name, holder, now + ttlMs, now) !== undefined;
+    return (await this.group.commit(() => this.takeStmt.get(name, holder, now + ttlMs, now))) !== undefined;
   }
 
   async give(name: string, holder: string): Promise<void> {
-    this.giveStmt.run(name, holder);
+    await this.group.commit(() => this.giveStmt.run(name, holder));
   }
 }
 

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import type pg from "pg";
 import { inTransaction, withSetupLock } from "./pg-transaction.ts";
+import { SqliteCommitGroup } from "./sqlite-commit-group.ts";
 
 /**
  * Where the message store keeps each message of a conversation once: one row per (thread, key),
@@ -77,7 +78,11 @@ export class SqliteMessageRows implements MessageRows {
   private readonly maxStmt;
   private readonly insertStmt;
 
+  /** Its writes go through the connection's commit group (sqlite-commit-group.ts); reads run at once. */
+  private readonly group: SqliteCommitGroup;
+
   constructor(private readonly db: Database.Database) {
+    this.group = SqliteCommitGroup.of(db);
     db.exec(`
 CREATE TABLE IF NOT EXISTS ${MESSAGE_TABLE} (
   thread_id TEXT NOT NULL,
@@ -95,10 +100,10 @@ CREATE TABLE IF NOT EXISTS ${MESSAGE_TABLE} (
   }
 
   async insert(threadId: string, rows: ReadonlyArray<readonly [number, string]>): Promise<void> {
-    this.db.transaction(() => this.insertNow(threadId, rows))();
+    await this.group.commit(() => this.insertNow(threadId, rows));
   }
 
-  /** `insert`, synchronously, in the caller's transaction (SqliteFileSaver's). */
+  /** `insert`, synchronously, in the caller's transaction (a member of the commit group: SqliteFileSaver's). */
   insertNow(threadId: string, rows: ReadonlyArray<readonly [number, string]>): void {
     for (const [key, text] of rows) this.insertStmt.run(threadId, key, text);
   }
@@ -116,14 +121,14 @@ CREATE TABLE IF NOT EXISTS ${MESSAGE_TABLE} (
   }
 
   async deleteThread(threadId: string): Promise<void> {
-    this.db.transaction(() => {
+    await this.group.commit(() => {
       this.db.prepare(`DELETE FROM ${MESSAGE_TABLE} WHERE thread_id = ? AND message_key < (SELECT max(message_key) FROM ${MESSAGE_TABLE} WHERE thread_id = ?)`).run(threadId, threadId);
       this.db.prepare(`UPDATE ${MESSAGE_TABLE} SET message = '' WHERE thread_id = ?`).run(threadId);
       for (const table of LEGACY_INDEX_TABLES) {
         const exists = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table);
         if (exists) this.db.prepare(`DELETE FROM ${table} WHERE thread_id = ?`).run(threadId);
       }
-    })();
+    });
   }
 }
 

@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import type pg from "pg";
 import { withSetupLock } from "./pg-transaction.ts";
-import type { SqliteCommitGroup } from "./sqlite-commit-group.ts";
+import { SqliteCommitGroup } from "./sqlite-commit-group.ts";
 import {
   canonicalJson,
   FINISHED,
@@ -260,10 +260,10 @@ export class SqlitePlatformRecords implements PlatformRecords {
   private openStmt: Database.Statement | undefined;
 
   /** Every write goes through the connection's commit group (sqlite-commit-group.ts); reads run at once. */
-  constructor(
-    private readonly db: Database.Database,
-    private readonly group: SqliteCommitGroup,
-  ) {
+  private readonly group: SqliteCommitGroup;
+
+  constructor(private readonly db: Database.Database) {
+    this.group = SqliteCommitGroup.of(db);
     createSqlitePlatformTables(db);
     const threads = PLATFORM_THREAD_TABLE;
     const runs = PLATFORM_RUN_TABLE;

@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import type pg from "pg";
 import { withSetupLock } from "./pg-transaction.ts";
-import type { SqliteCommitGroup } from "./sqlite-commit-group.ts";
+import { SqliteCommitGroup } from "./sqlite-commit-group.ts";
 import { RUN_QUEUE_TABLE, type NewQueuedRun, type QueuedRun, type RunQueueStore } from "./run-queue.ts";
 
 const COLUMNS = "run_id, user_id, thread_id, seq, state, available_at, lease_owner, lease_until, attempt, caller, base";
@@ -64,10 +64,10 @@ export class SqliteRunQueue implements RunQueueStore {
   private readonly anyClaimableStmt;
 
   /** Every write goes through the connection's commit group (sqlite-commit-group.ts); reads run at once. */
-  constructor(
-    db: Database.Database,
-    private readonly group: SqliteCommitGroup,
-  ) {
+  private readonly group: SqliteCommitGroup;
+
+  constructor(db: Database.Database) {
+    this.group = SqliteCommitGroup.of(db);
     createSqliteRunQueue(db);
     const table = RUN_QUEUE_TABLE;
     this.addStmt = db.prepare(

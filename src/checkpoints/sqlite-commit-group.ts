@@ -35,13 +35,22 @@ interface Member {
  * member reads under one snapshot and then finds it stale when it writes.
  */
 export class SqliteCommitGroup {
+  private static readonly groups = new WeakMap<Database.Database, SqliteCommitGroup>();
+
+  /** The commit group of connection `db`: every store writing through `db` shares it. */
+  static of(db: Database.Database): SqliteCommitGroup {
+    let group = SqliteCommitGroup.groups.get(db);
+    if (!group) SqliteCommitGroup.groups.set(db, (group = new SqliteCommitGroup(db)));
+    return group;
+  }
+
   private members: Member[] = [];
   private scheduled = false;
   private readonly begin: Database.Statement;
   private readonly commitStmt: Database.Statement;
   private readonly rollback: Database.Statement;
 
-  constructor(private readonly db: Database.Database) {
+  private constructor(private readonly db: Database.Database) {
     this.begin = db.prepare("BEGIN IMMEDIATE");
     this.commitStmt = db.prepare("COMMIT");
     this.rollback = db.prepare("ROLLBACK");
@@ -113,3 +122,4 @@ class Failure {
     readonly began: boolean,
   ) {}
 }
+

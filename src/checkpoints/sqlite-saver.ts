@@ -13,7 +13,7 @@ import {
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { sequentialWriter, type CheckpointWrite, type CheckpointWriter } from "./checkpoint-writer.ts";
 import type { SqliteMessageRows } from "./message-rows.ts";
-import type { SqliteCommitGroup } from "./sqlite-commit-group.ts";
+import { SqliteCommitGroup } from "./sqlite-commit-group.ts";
 import type { SqliteThreadIndex } from "./thread-index-sql.ts";
 
 /** Threads whose last written checkpoint a SqliteFileSaver remembers (a few hundred bytes each). */
@@ -59,6 +59,7 @@ export class SqliteFileSaver extends SqliteSaver implements CheckpointWriter {
   private readonly replaceWrites: Database.Statement;
   private readonly keepWrites: Database.Statement;
   private readonly selectCheckpoint: Database.Statement;
+  private readonly group: SqliteCommitGroup;
   /**
    * Per thread and namespace (least recently written first), the last checkpoint written here and
    * the version of each value it holds: the parent of the thread's next put, most often.
@@ -70,9 +71,9 @@ export class SqliteFileSaver extends SqliteSaver implements CheckpointWriter {
     serde: SerializerProtocol,
     private readonly rows: SqliteMessageRows,
     private readonly threads: SqliteThreadIndex,
-    private readonly group: SqliteCommitGroup,
   ) {
     super(db, serde);
+    this.group = SqliteCommitGroup.of(db);
     this.setup();
     this.insertCheckpoint = db.prepare(
       "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -177,11 +178,10 @@ export function sqliteFileSavers(
   serde: SerializerProtocol,
   rows: SqliteMessageRows,
   threads: SqliteThreadIndex,
-  group: SqliteCommitGroup,
   shortcut: boolean,
 ): { readonly saver: BaseCheckpointSaver; readonly writer: CheckpointWriter } {
   if (shortcut) {
-    const saver = new SqliteFileSaver(db, serde, rows, threads, group);
+    const saver = new SqliteFileSaver(db, serde, rows, threads);
     return { saver, writer: saver };
   }
   const saver = new SqliteSaver(db, serde);

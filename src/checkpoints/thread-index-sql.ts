@@ -2,6 +2,7 @@ import type Database from "better-sqlite3";
 import type pg from "pg";
 import { withSetupLock } from "./pg-transaction.ts";
 import { THREAD_TABLE, type ListedConversation, type ThreadEntry, type ThreadIndex, type ThreadOwner, type ThreadPage, type ThreadPosition, type ThreadSummary } from "./thread-index.ts";
+import { SqliteCommitGroup } from "./sqlite-commit-group.ts";
 
 /**
  * The conversation list in the checkpoint database (see thread-index.ts): `thread_id` is the
@@ -103,7 +104,11 @@ export class SqliteThreadIndex implements ThreadIndex {
   private readonly withinStmt;
   private readonly updatedStmt;
 
+  /** Its writes go through the connection's commit group (sqlite-commit-group.ts); reads run at once. */
+  private readonly group: SqliteCommitGroup;
+
   constructor(db: Database.Database) {
+    this.group = SqliteCommitGroup.of(db);
     createSqliteThreadTable(db);
     this.touchStmt = db.prepare(`INSERT INTO ${THREAD_TABLE} (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ${UPSERT_TAIL}`);
     this.pageStmt = db.prepare(
@@ -127,10 +132,10 @@ export class SqliteThreadIndex implements ThreadIndex {
   }
 
   async touch(storageKey: string, owner: ThreadOwner, summary: ThreadSummary, now: number): Promise<void> {
-    this.touchNow(storageKey, owner, summary, now);
+    await this.group.commit(() => this.touchNow(storageKey, owner, summary, now));
   }
 
-  /** `touch`, synchronously, in the caller's transaction (SqliteFileSaver's). */
+  /** `touch`, synchronously, in the caller's transaction (a member of the commit group: SqliteFileSaver's). */
   touchNow(storageKey: string, owner: ThreadOwner, summary: ThreadSummary, now: number): void {
     this.touchStmt.run(storageKey, owner.userId, owner.agentId, owner.threadId, summary.title, summary.messageCount, now, now);
   }
@@ -146,11 +151,11 @@ export class SqliteThreadIndex implements ThreadIndex {
   }
 
   async fill(storageKey: string, summary: ThreadSummary): Promise<void> {
-    this.fillStmt.run(summary.messageCount, summary.title, storageKey);
+    await this.group.commit(() => this.fillStmt.run(summary.messageCount, summary.title, storageKey));
   }
 
   async deleteThread(storageKey: string): Promise<void> {
-    this.deleteStmt.run(storageKey);
+    await this.group.commit(() => this.deleteStmt.run(storageKey));
   }
 }
 

@@ -3,6 +3,7 @@ import type pg from "pg";
 import type { BaseCheckpointSaver, CheckpointTuple, PendingWrite } from "@langchain/langgraph-checkpoint";
 import { MESSAGE_TABLE, type MemoryMessageRows } from "./message-rows.ts";
 import { inTransaction } from "./pg-transaction.ts";
+import { SqliteCommitGroup } from "./sqlite-commit-group.ts";
 
 /**
  * Taking a thread back to where a run found it (the Platform API's `rollback`): every checkpoint
@@ -70,23 +71,30 @@ export function addedWrites<W extends WriteKey>(stored: readonly W[], keep: Rewi
 }
 
 /**
- * SQLite (the library's `checkpoints` and `writes` tables, and the message rows): one transaction.
- * Its statements are prepared at first use: the library's saver creates its tables on its own first use.
+ * SQLite (the library's `checkpoints` and `writes` tables, and the message rows): one transaction,
+ * a member of the connection's commit group (sqlite-commit-group.ts). Its statements are prepared
+ * at first use: the library's saver creates its tables on its own first use.
  */
 export class SqliteThreadRewinder implements ThreadRewinder {
   private statements: { rewind: (target: RewindTarget) => void; prune: (target: PruneTarget) => void } | undefined;
 
-  constructor(private readonly db: Database.Database) {}
+  private readonly group: SqliteCommitGroup;
+
+  constructor(private readonly db: Database.Database) {
+    this.group = SqliteCommitGroup.of(db);
+  }
 
   async rewind(target: RewindTarget): Promise<void> {
-    (this.statements ??= this.prepare()).rewind(target);
+    const { rewind } = (this.statements ??= this.prepare());
+    await this.group.commit(() => rewind(target));
   }
 
   async prune(target: PruneTarget): Promise<void> {
-    (this.statements ??= this.prepare()).prune(target);
+    const { prune } = (this.statements ??= this.prepare());
+    await this.group.commit(() => prune(target));
   }
 
-  /** The two operations, each one transaction. */
+  /** The two operations' statements. */
   private prepare(): NonNullable<SqliteThreadRewinder["statements"]> {
     const { db } = this;
     const checkpoints = (op: ">" | "<") => db.prepare(`DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id ${op} ?`);
@@ -99,7 +107,7 @@ export class SqliteThreadRewinder implements ThreadRewinder {
       for (const key of keys) releaseRow.run(RELEASED_MESSAGE, threadId, key);
     };
     return {
-      rewind: db.transaction((target: RewindTarget) => {
+      rewind: (target: RewindTarget) => {
         const { threadId, base } = target;
         // Checkpoint ids are time-ordered, and every id after the base's was written after it: by the run.
         laterCheckpoints.run(threadId, base ?? "");
@@ -108,12 +116,12 @@ export class SqliteThreadRewinder implements ThreadRewinder {
           for (const write of addedWrites(baseWrites.all(threadId, base) as WriteKey[], target.keepWrites)) dropWrite.run(threadId, base, write.task_id, write.idx);
         }
         release(threadId, target.releasedKeys);
-      }),
-      prune: db.transaction((target: PruneTarget) => {
+      },
+      prune: (target: PruneTarget) => {
         olderCheckpoints.run(target.threadId, target.keepFrom);
         olderWrites.run(target.threadId, target.keepFrom);
         release(target.threadId, target.releasedKeys);
-      }),
+      },
     };
   }
 }

@@ -23,7 +23,6 @@ import { MemoryThreadIndex } from "../../src/checkpoints/thread-index.ts";
 import { PostgresThreadRewinder, RebuildingThreadRewinder, SqliteThreadRewinder } from "../../src/checkpoints/thread-rewind.ts";
 import { PostgresThreadIndex, SqliteThreadIndex } from "../../src/checkpoints/thread-index-sql.ts";
 import { DATABASE_URL } from "../helpers/postgres.ts";
-import { SqliteCommitGroup } from "../../src/checkpoints/sqlite-commit-group.ts";
 
 
 /** What each node does, chosen by the last human message's text. */
@@ -117,7 +116,7 @@ function sqliteStore(): Store {
       const db = open();
       const rows = new SqliteMessageRows(db);
       const index = new SqliteThreadIndex(db);
-      const saver = new SqliteFileSaver(db, new JsonPlusSerializer(), rows, index, new SqliteCommitGroup(db));
+      const saver = new SqliteFileSaver(db, new JsonPlusSerializer(), rows, index);
       return new MessageStoreSaver(saver, rows, 10_000, index, saver, new SqliteThreadRewinder(db));
     },
     async failWrites(fail) {

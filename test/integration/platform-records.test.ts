@@ -27,7 +27,6 @@ import { PostgresPlatformRecords, SqlitePlatformRecords } from "../../src/checkp
 import { ReadableSerde } from "../../src/checkpoints/readable-serde.ts";
 import { SaverLatestCheckpoints } from "../../src/checkpoints/latest-checkpoints.ts";
 import { DATABASE_URL, dropSchema, uniqueSchema, withClient } from "../helpers/postgres.ts";
-import { SqliteCommitGroup } from "../../src/checkpoints/sqlite-commit-group.ts";
 
 interface Made {
   readonly records: PlatformRecords;
@@ -45,7 +44,7 @@ async function sqlite(): Promise<Made> {
   const { file, remove } = sqliteFile();
   const db = new Database(file);
   return {
-    records: new SqlitePlatformRecords(db, new SqliteCommitGroup(db)),
+    records: new SqlitePlatformRecords(db),
     runRows: async () => db.prepare("SELECT count(*) FROM agenthost_platform_runs").pluck().get() as number,
     close: async () => {
       db.close();
@@ -576,8 +575,8 @@ test("filedb: a run table of the release before rollback gets its base column; i
   status TEXT NOT NULL, metadata TEXT NOT NULL, kwargs TEXT NOT NULL, multitask_strategy TEXT NOT NULL, created_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL, PRIMARY KEY (user_id, thread_id, run_id))`);
     db.prepare("INSERT INTO agenthost_platform_runs VALUES ('alice', 't', 'old', 'agent-a', 'success', '{}', '{}', 'reject', 1, 2)").run();
-    const store = new SqlitePlatformRecords(db, new SqliteCommitGroup(db));
-    new SqlitePlatformRecords(db, new SqliteCommitGroup(db)); // a second worker's setup changes nothing
+    const store = new SqlitePlatformRecords(db);
+    new SqlitePlatformRecords(db); // a second worker's setup changes nothing
     assert.equal((await store.getRun(ALICE, "t", "old"))?.base, null);
     const base = { checkpointId: "1f0", writes: [] };
     assert.deepEqual((await store.setRunStatus(ALICE, "t", "old", "running", 3, base))?.base, base);
@@ -611,7 +610,7 @@ describe("Platform records behind the database gate", () => {
     const db = new Database(file, { timeout: 0 });
     db.pragma("journal_mode = WAL");
     const gate = new DatabaseGate("filedb", new ReadableSerde());
-    gate.open({ platform: new SqlitePlatformRecords(db, new SqliteCommitGroup(db)) } as unknown as OpenDatabase);
+    gate.open({ platform: new SqlitePlatformRecords(db) } as unknown as OpenDatabase);
     const records = new GuardedPlatformRecords(gate);
     const other = new Database(file);
     try {

@@ -12,7 +12,6 @@ import { after, describe, test } from "node:test";
 import pg from "pg";
 import { MemoryRunQueue, type RunQueueStore } from "../../src/checkpoints/run-queue.ts";
 import { PostgresRunQueue, SqliteRunQueue } from "../../src/checkpoints/run-queue-sql.ts";
-import { SqliteCommitGroup } from "../../src/checkpoints/sqlite-commit-group.ts";
 import Database from "../../src/checkpoints/sqlite-driver.ts";
 import { DATABASE_URL, dropSchema, uniqueSchema } from "../helpers/postgres.ts";
 
@@ -25,7 +24,7 @@ async function sqlite(): Promise<Made> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agenthost-run-queue-"));
   const db = new Database(path.join(dir, "db.sqlite"));
   return {
-    store: new SqliteRunQueue(db, new SqliteCommitGroup(db)),
+    store: new SqliteRunQueue(db),
     close: async () => {
       db.close();
       fs.rmSync(dir, { recursive: true, force: true });

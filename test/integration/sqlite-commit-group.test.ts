@@ -24,7 +24,7 @@ function openFile(name: string, timeout = 5_000): { db: BetterSqlite3.Database; 
   db.exec("CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)");
   const other = new Database(file, { timeout });
   dbs.push(db, other);
-  return { db, other, group: new SqliteCommitGroup(db) };
+  return { db, other, group: SqliteCommitGroup.of(db) };
 }
 
 const insert = (db: BetterSqlite3.Database, k: string, v = "v") => () => db.prepare("INSERT INTO t (k, v) VALUES (?, ?)").run(k, v).changes;

@@ -13,7 +13,6 @@ import { SqliteMessageRows } from "../../src/checkpoints/message-rows.ts";
 import { SqliteFileSaver, sqliteFileSavers } from "../../src/checkpoints/sqlite-saver.ts";
 import { SqliteThreadIndex } from "../../src/checkpoints/thread-index-sql.ts";
 import { converseWithInterrupt } from "../helpers/saver-conversation.ts";
-import { SqliteCommitGroup } from "../../src/checkpoints/sqlite-commit-group.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agenthost-sqlite-saver-"));
 const dbs: BetterSqlite3.Database[] = [];
@@ -48,7 +47,7 @@ test("the service's SQLite saver stores what LangGraph's SqliteSaver stores, and
   const libraryDb = open("library.sqlite");
   const serviceDb = open("service.sqlite");
   const library = new SqliteSaver(libraryDb, new JsonPlusSerializer());
-  const service = new SqliteFileSaver(serviceDb, new JsonPlusSerializer(), new SqliteMessageRows(serviceDb), new SqliteThreadIndex(serviceDb), new SqliteCommitGroup(serviceDb));
+  const service = new SqliteFileSaver(serviceDb, new JsonPlusSerializer(), new SqliteMessageRows(serviceDb), new SqliteThreadIndex(serviceDb));
 
   const fromLibrary = await (await converseWithInterrupt(library)).history();
   const fromService = await (await converseWithInterrupt(service)).history();
@@ -60,7 +59,7 @@ test("the service's SQLite saver stores what LangGraph's SqliteSaver stores, and
 
 test("each SqliteSaver refusal holds: no thread id, no checkpoint id for writes", async () => {
   const db = open("refusals.sqlite");
-  const saver = new SqliteFileSaver(db, new JsonPlusSerializer(), new SqliteMessageRows(db), new SqliteThreadIndex(db), new SqliteCommitGroup(db));
+  const saver = new SqliteFileSaver(db, new JsonPlusSerializer(), new SqliteMessageRows(db), new SqliteThreadIndex(db));
   const checkpoint = { v: 4, id: "c1", ts: "", channel_values: {}, channel_versions: {}, versions_seen: {} };
   await assert.rejects(saver.put({ configurable: {} }, checkpoint, { source: "input", step: -1, parents: {} }), /thread_id/);
   await assert.rejects(saver.putWrites({ configurable: { thread_id: "t" } }, [["messages", []]], "task"), /checkpoint_id/);
@@ -71,7 +70,7 @@ test("sqliteSaverWrites off: LangGraph's own SqliteSaver under the message store
     const db = open(`store-${shortcut}.sqlite`);
     const rows = new SqliteMessageRows(db);
     const threads = new SqliteThreadIndex(db);
-    const { saver, writer } = sqliteFileSavers(db, new JsonPlusSerializer(), rows, threads, new SqliteCommitGroup(db), shortcut);
+    const { saver, writer } = sqliteFileSavers(db, new JsonPlusSerializer(), rows, threads, shortcut);
     assert.equal(saver instanceof SqliteFileSaver, shortcut, shortcut ? "the service's saver" : "the library's saver");
     assert.ok(saver instanceof SqliteSaver);
     assert.equal((writer as unknown) === saver, shortcut, "the library's saver is not the message store's writer");
@@ -90,7 +89,7 @@ test("sqliteSaverWrites off: LangGraph's own SqliteSaver under the message store
 test("a checkpoint's row holds the values its put changed and those its parent holds at the same version, whole, as LangGraph's SqliteSaver reads them", async () => {
   const db = open("changed-values.sqlite");
   const serde = new JsonPlusSerializer();
-  const saver = new SqliteFileSaver(db, serde, new SqliteMessageRows(db), new SqliteThreadIndex(db), new SqliteCommitGroup(db));
+  const saver = new SqliteFileSaver(db, serde, new SqliteMessageRows(db), new SqliteThreadIndex(db));
   const base = { v: 4, ts: new Date().toISOString(), versions_seen: {} };
   const metadata = { source: "loop" as const, step: 0, parents: {} };
   const config = (checkpoint_id?: string) => ({ configurable: { thread_id: "t", checkpoint_ns: "", ...(checkpoint_id ? { checkpoint_id } : {}) } });
@@ -103,7 +102,7 @@ test("a checkpoint's row holds the values its put changed and those its parent h
   // Parent "2" holds a at 1; this checkpoint says a is at 2 without naming it as changed: not stored.
   await saver.put(config("2"), { ...base, id: "3", channel_values: { a: "a2", c: "c1" }, channel_versions: { a: 2, c: 1 } }, metadata, { c: 1 });
   // A fresh saver on the same file (no remembered parent) reads the parent's row to carry from it.
-  const cold = new SqliteFileSaver(db, serde, new SqliteMessageRows(db), new SqliteThreadIndex(db), new SqliteCommitGroup(db));
+  const cold = new SqliteFileSaver(db, serde, new SqliteMessageRows(db), new SqliteThreadIndex(db));
   await cold.put(config("3"), { ...base, id: "4", channel_values: { c: "c1" }, channel_versions: { a: 2, c: 1 } }, metadata, {});
 
   const library = new SqliteSaver(db, serde);
