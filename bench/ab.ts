@@ -9,7 +9,10 @@
  * change of a few per cent between two benchmark runs; the drift over one round moves both builds
  * alike. The same build against itself measures within 2–3 %.
  *
- *   npm run bench:ab -- --a=/path/to/checkout-before --b=. [--route=invoke] [--backend=memory] [--slices=20]
+ *   npm run bench:ab -- --a=/path/to/checkout-before --b=. [--route=invoke] [--backend=memory] [--slices=20] [--workers=1]
+ *
+ * `--workers=2` starts each service with two workers (both on the service's core), to compare what
+ * the second worker costs per run.
  *
  * `--backend=filedb` gives each its own SQLite file in a temporary folder, `--backend=serverdb` its own
  * PostgreSQL schema (bench/backends.ts).
@@ -24,6 +27,7 @@ const roots = [path.resolve(args.a), path.resolve(args.b)] as const;
 const route = args.route ?? "invoke";
 const backend = args.backend ?? "memory";
 const slices = Number(args.slices ?? 20);
+const workers = Number(args.workers ?? 1);
 const CONCURRENCY = 8;
 const WARMUP_MS = 3_000;
 const SLICE_MS = 1_000;
@@ -34,7 +38,7 @@ const places = await Promise.all(roots.map(() => openBackend(backend)));
 
 const servers: Server[] = [];
 try {
-  for (const [i, root] of roots.entries()) servers.push(await startService(root, places[i]!.env));
+  for (const [i, root] of roots.entries()) servers.push(await startService(root, { ...places[i]!.env, WEB_CONCURRENCY: String(workers) }));
   for (const server of servers) await load(server, route, CONCURRENCY, WARMUP_MS, 0);
   const perBuild: number[][] = servers.map(() => []);
   const ratios: number[] = [];
@@ -47,7 +51,7 @@ try {
     ratios.push(perRun[1]! / perRun[0]!);
   }
   const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
-  console.log(`${route} on ${backend}, c=${CONCURRENCY}, ${slices} rounds of ${SLICE_MS / 1000} s each`);
+  console.log(`${route} on ${backend}, ${workers} worker(s), c=${CONCURRENCY}, ${slices} rounds of ${SLICE_MS / 1000} s each`);
   for (const [i, root] of roots.entries()) console.log(`${"AB"[i]}: ${mean(perBuild[i]!).toFixed(3)} ms CPU per run (mean of the slices)  ${root}`);
   console.log(`B/A: ${(mean(perBuild[1]!) / mean(perBuild[0]!)).toFixed(3)} of the means, ${median(ratios).toFixed(3)} median of the rounds`);
 } finally {

@@ -99,6 +99,22 @@ describe("SQLite backend (filedb)", () => {
       db.close();
     }
   });
+
+  test("filedb: a write asked just before the backend closes is committed, not lost with the connection", async () => {
+    const config = loadConfig({ AUTH_SECRET: "x", USE_FAKE_MODEL: "true", MEMORY_BACKEND: "filedb", FILEDB_DB_PATH: file });
+    const backend = await openCheckpointBackend(config, { logger: pino({ level: "silent" }) });
+    await waitFor(async () => backend.isReady(), "the file to be set up");
+    // Asked in the same tick as the close: the commit group has not committed it yet when close starts.
+    const taken = backend.leases.take("closing-lease", "holder-1", 60_000, Date.now());
+    await backend.close();
+    assert.equal(await taken, true);
+    const db = new Database(file, { readonly: true });
+    try {
+      assert.equal(db.prepare("SELECT holder FROM agenthost_leases WHERE name = 'closing-lease'").pluck().get(), "holder-1");
+    } finally {
+      db.close();
+    }
+  });
 });
 
 describe("PostgreSQL backend (serverdb)", () => {
