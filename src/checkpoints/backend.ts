@@ -253,7 +253,7 @@ function fileDatabase(config: Config, saverShortcut: boolean): CheckpointDatabas
     saturated: () => false,
     async close() {
       closed = true;
-      // Writes asked for in this turn are committed (or refused) before the connection goes.
+      // Writes asked for in this tick are committed (or refused) before the connection goes.
       if (db) SqliteCommitGroup.of(db).flush();
       db?.close();
     },

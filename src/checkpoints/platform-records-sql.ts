@@ -316,9 +316,10 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
     };
     const runStatusStmt = db.prepare(`UPDATE ${runs} SET status = ?, updated_at = ?, base = COALESCE(base, ?) WHERE user_id = ? AND thread_id = ? AND run_id = ?`);
     const threadStatusStmt = db.prepare(`UPDATE ${threads} SET status = ?, updated_at = ? WHERE user_id = ? AND thread_id = ?`);
-    this.started = (run: PlatformRun, accepted: boolean): void => {
-      if (accepted) runStatusStmt.run("running", run.updatedAt, baseText(run.base), run.userId, run.threadId, run.runId);
-      else this.putRunStmt.run(...runParams(run));
+    // A run accepted earlier is set running with its base; one that was not is written whole.
+    this.started = (run: PlatformRun, written: { readonly base: string | null } | { readonly row: ReturnType<typeof runParams> }): void => {
+      if ("row" in written) this.putRunStmt.run(...written.row);
+      else runStatusStmt.run("running", run.updatedAt, written.base, run.userId, run.threadId, run.runId);
       threadStatusStmt.run("busy", run.updatedAt, run.userId, run.threadId);
     };
     this.ended = (userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): void => {
@@ -343,9 +344,8 @@ ORDER BY created_at DESC, run_id LIMIT @limit OFFSET @offset`,
 
   async createThread(thread: Omit<PlatformThread, "updatedAt">): Promise<PlatformThread | undefined> {
     const { userId, threadId, agentId, metadata, status, createdAt } = thread;
-    const row = (await this.group.commit(() => this.createStmt.get(userId, threadId, agentId, canonicalJson(metadata), status, createdAt, createdAt, thread.ttlMs ?? null))) as
-      | ThreadRow
-      | undefined;
+    const params = [userId, threadId, agentId, canonicalJson(metadata), status, createdAt, createdAt, thread.ttlMs ?? null];
+    const row = (await this.group.commit(() => this.createStmt.get(params))) as ThreadRow | undefined;
     return row && threadOf(row);
   }
 
@@ -369,9 +369,8 @@ WHERE NOT EXISTS (SELECT 1 FROM checkpoints WHERE checkpoint_ns = '' AND thread_
 ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
     );
     const open = this.openStmt;
-    const row = (await this.group.commit(() =>
-      open.get(userId, threadId, agentId, canonicalJson(metadata), status, createdAt, createdAt, thread.ttlMs ?? null, JSON.stringify(conversationKeys)),
-    )) as ThreadRow | undefined;
+    const params = [userId, threadId, agentId, canonicalJson(metadata), status, createdAt, createdAt, thread.ttlMs ?? null, JSON.stringify(conversationKeys)];
+    const row = (await this.group.commit(() => open.get(params))) as ThreadRow | undefined;
     return row && { thread: threadOf(row), created: true };
   }
 
@@ -396,11 +395,14 @@ ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
   }
 
   async putRun(run: PlatformRun): Promise<void> {
-    await this.group.commit(() => this.putRunStmt.run(...runParams(run)));
+    const params = runParams(run);
+    await this.group.commit(() => this.putRunStmt.run(...params));
   }
 
   async runStarted(run: PlatformRun, accepted: boolean): Promise<void> {
-    await this.group.commit(() => this.started(run, accepted));
+    // Serialised before the commit, so the write lock is not held for it.
+    const written = accepted ? { base: baseText(run.base) } : { row: runParams(run) };
+    await this.group.commit(() => this.started(run, written));
   }
 
   async runEnded(userId: string, threadId: string, runId: string, status: RunStatus, threadStatus: ThreadStatus, now: number): Promise<void> {
@@ -412,7 +414,8 @@ ON CONFLICT (user_id, thread_id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
   }
 
   async setRunStatus(userId: string, threadId: string, runId: string, status: RunStatus, now: number, base?: RunBase): Promise<PlatformRun | undefined> {
-    const row = (await this.group.commit(() => this.setRunStatusStmt.get(status, now, baseText(base), userId, threadId, runId))) as RunRow | undefined;
+    const baseJson = baseText(base);
+    const row = (await this.group.commit(() => this.setRunStatusStmt.get(status, now, baseJson, userId, threadId, runId))) as RunRow | undefined;
     return row && runOf(row);
   }
 

@@ -92,7 +92,8 @@ WHERE run_id IN (${claimable(table, (name) => `@${name}`, "@limit")}) RETURNING 
   }
 
   async add(run: NewQueuedRun): Promise<void> {
-    await this.group.commit(() => this.addStmt.run(run.runId, run.userId, run.threadId, run.availableAt, JSON.stringify(run.caller)));
+    const caller = JSON.stringify(run.caller);
+    await this.group.commit(() => this.addStmt.run(run.runId, run.userId, run.threadId, run.availableAt, caller));
   }
 
   async claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<QueuedRun[]> {

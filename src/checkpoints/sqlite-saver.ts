@@ -35,9 +35,8 @@ function heldVersions(checkpoint: Checkpoint): ChannelVersions {
  * prepares its INSERT again on every `put` and `putWrites`), and, as the message store's writer, a
  * checkpoint together with its new message rows and its conversation-list entry in one transaction:
  * one commit to the WAL where there were three. Its writes go through the connection's commit group
- * (sqlite-commit-group.ts): the checkpoints and writes of runs that reach them in the same turn of
- * the event loop share one commit, each in its own savepoint, and each `put` and `putWrites`
- * resolves once its commit is done. Same tables, same rows, same conflict rules (a test
+ * (sqlite-commit-group.ts): the checkpoints and writes of runs that reach them in the same tick
+ * share one commit, and each `put` and `putWrites` resolves once its commit is done. Same tables, same rows, same conflict rules (a test
  * stores one conversation through both savers and compares the rows); reads are the library's.
  * Its schema is created when it is built, inside openSqliteFile's transaction, not on first use.
  *
